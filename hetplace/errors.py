@@ -1,0 +1,44 @@
+"""Exception hierarchy of hetplace.
+
+Every user-facing error is a subclass of :class:`HetplaceError` and of the
+built-in ``ValueError`` or ``TypeError`` so existing ``except ValueError``
+code keeps working.  Messages name the parameter, the value received and the fix.
+"""
+
+__all__ = [
+    "HetplaceError",
+    "InvalidProblemError",
+    "InvalidProblemTypeError",
+    "InvalidPlacementError",
+    "InvalidOptionError",
+    "SolverError",
+    "MissingDependencyError",
+]
+
+
+class HetplaceError(Exception):
+    """Base class of every error raised on purpose by hetplace."""
+
+
+class InvalidProblemError(HetplaceError, ValueError):
+    """A problem input has a wrong value or shape."""
+
+
+class InvalidProblemTypeError(HetplaceError, TypeError):
+    """A problem input has a wrong type (e.g. a string where numbers belong)."""
+
+
+class InvalidPlacementError(HetplaceError, ValueError):
+    """A ``worker_job`` assignment is not a feasible placement of the problem."""
+
+
+class InvalidOptionError(HetplaceError, ValueError):
+    """An option (method, backend, solver, ...) is unknown or out of range."""
+
+
+class SolverError(HetplaceError, RuntimeError):
+    """A solver failed in a way the caller cannot fix by changing inputs."""
+
+
+class MissingDependencyError(HetplaceError, ImportError):
+    """An optional dependency is not installed; the message says how to install it."""

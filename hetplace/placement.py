@@ -1,0 +1,308 @@
+"""Placements: evaluation of a worker -> job assignment (MODEL.md 1.2-1.3)."""
+
+import numpy as np
+
+from .errors import InvalidPlacementError, InvalidProblemTypeError, MissingDependencyError
+from .problem import Problem
+
+__all__ = ["Placement", "evaluate", "is_feasible", "largest_remainder_shares"]
+
+
+def _check_problem(problem):
+    if not isinstance(problem, Problem):
+        raise InvalidProblemTypeError(
+            f"problem must be a hetplace.Problem; got {type(problem).__name__}. "
+            "Build one with hetplace.Problem(throughput, type_counts, batch, iterations, ...)."
+        )
+
+
+def _worker_job_iv(problem, worker_job):
+    """Validate ``worker_job`` against ``problem``; return a C-contiguous int64 copy."""
+    K, S = problem.n_workers, problem.n_jobs
+    if isinstance(worker_job, (str, bytes)):
+        raise InvalidProblemTypeError(
+            f"worker_job must be {K} integers (job index per worker, -1 idle); got a string."
+        )
+    try:
+        arr = np.asarray(worker_job)
+    except Exception:  # pragma: no cover - numpy rarely fails here
+        raise InvalidProblemTypeError(f"worker_job must be an array of {K} integers.") from None
+    if arr.ndim != 1 or arr.shape[0] != K:
+        raise InvalidPlacementError(
+            f"worker_job must have one entry per worker, shape ({K},); got shape {arr.shape}."
+        )
+    if arr.dtype.kind == "f":
+        if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
+            bad = int(np.flatnonzero(~np.isfinite(arr) | (arr != np.round(arr)))[0])
+            raise InvalidPlacementError(
+                f"worker_job must hold integer job indices; got {arr[bad]!r} for worker {bad}."
+            )
+    elif arr.dtype.kind not in "iub":
+        raise InvalidProblemTypeError(
+            f"worker_job must hold integer job indices (-1 idle); got dtype {arr.dtype}."
+        )
+    arr = np.ascontiguousarray(arr, dtype=np.int64)
+    bad = np.flatnonzero((arr < -1) | (arr >= S))
+    if bad.size:
+        k = int(bad[0])
+        raise InvalidPlacementError(
+            f"worker_job[{k}] = {arr[k]} is not a job index: use 0..{S - 1}, or -1 for an idle worker."
+        )
+    sizes = np.bincount(arr[arr >= 0], minlength=S)
+    empty = np.flatnonzero(sizes == 0)
+    if empty.size:
+        raise InvalidPlacementError(
+            f"job {int(empty[0])} gets no worker in worker_job; every job needs at least one."
+        )
+    busy = np.flatnonzero(arr >= 0)
+    dead = busy[problem.worker_throughput[arr[busy], busy] <= 0]
+    if dead.size:
+        k = int(dead[0])
+        raise InvalidPlacementError(
+            f"worker {k} (type {problem.type_names[problem.worker_type[k]]}) is given job {arr[k]}, "
+            f"which cannot run on that type (throughput 0). Give the worker another job or -1."
+        )
+    return arr
+
+
+def is_feasible(problem, worker_job):
+    """True when ``worker_job`` is a feasible placement of ``problem`` (MODEL.md 1.2)."""
+    _check_problem(problem)
+    try:
+        _worker_job_iv(problem, worker_job)
+    except (InvalidPlacementError, InvalidProblemTypeError):
+        return False
+    return True
+
+
+def largest_remainder_shares(batch, worker_job, rho):
+    """Integer per-worker shares of each job's batch, proportional to speed.
+
+    Parameters
+    ----------
+    batch : ndarray of int, shape (S,)
+    worker_job : ndarray of int64, shape (K,)
+        Job per worker, -1 idle.
+    rho : ndarray of float64, shape (S, K)
+        Worker throughput for each job.
+
+    Returns
+    -------
+    ndarray of int64, shape (K,)
+        ``shares[k]``: samples per iteration of worker ``k``; idle workers get 0,
+        and each job's shares sum to its batch exactly.
+
+    Notes
+    -----
+    Hamilton's largest-remainder method: floors of the quotas
+    ``batch[i] * rho[i, k] / X_i``, then one extra sample each to the largest
+    fractional parts (ties to the lower worker index).
+    """
+    batch = np.asarray(batch, dtype=np.int64)
+    K = worker_job.shape[0]
+    busy = np.flatnonzero(worker_job >= 0)
+    job = worker_job[busy]
+    r = rho[job, busy]
+    X = np.bincount(job, weights=r, minlength=batch.shape[0])
+    quota = batch[job] * r / X[job]
+    base = np.minimum(np.floor(quota), batch[job]).astype(np.int64)
+    frac = quota - base
+    left = batch - np.bincount(job, weights=base, minlength=batch.shape[0]).astype(np.int64)
+    # rank workers inside each job by remainder (largest first), ties by worker index
+    order = np.lexsort((busy, -frac, job))
+    starts = np.searchsorted(job[order], np.arange(batch.shape[0]))
+    rank = np.empty(busy.size, dtype=np.int64)
+    rank[order] = np.arange(busy.size) - starts[job[order]]
+    n = np.bincount(job, minlength=batch.shape[0])
+    # left is in [0, n) up to float rounding; spread any excess in whole rounds
+    extra = (left[job] // np.maximum(n[job], 1)) + (rank < (left[job] % np.maximum(n[job], 1)))
+    shares = np.zeros(K, dtype=np.int64)
+    shares[busy] = base + extra
+    return shares
+
+
+class Placement:
+    """A placement of every job on a set of workers, with its true JCT (MODEL.md 1.2).
+
+    Build one with :func:`evaluate` or get one from :func:`hetplace.place`.
+
+    Attributes
+    ----------
+    problem : Problem
+    worker_job : ndarray of int64, shape (K,)
+        Job index of every worker, -1 idle.
+    type_counts : ndarray of int64, shape (S, G)
+        Workers of each type given to each job.
+    n_workers : ndarray of int64, shape (S,)
+        Job sizes ``n_i`` (the category).
+    throughput : ndarray of float64, shape (S,)
+        Aggregate throughput ``X_i`` (samples/s).
+    compute_time, comm_time : ndarray of float64, shape (S,)
+        Per-iteration compute ``Pi_i / X_i`` and ring all-reduce time.
+    jct : ndarray of float64, shape (S,)
+        ``T_i (t_c + t_m)`` in seconds.
+    mean_jct : float
+        The objective.
+    shares : ndarray of int64, shape (K,)
+        Samples per iteration of every worker (largest remainder; 0 when idle).
+    slowdown : ndarray of float64, shape (S,)
+        ``jct / jct_alone``.
+    fairness : float
+        Jain's index of the slowdowns (1 = perfectly even).
+    worst_slowdown : float
+    method : str
+        What produced the placement.
+    info : dict
+        Method-specific details (timings, samples, bound, ...).
+    """
+
+    def __init__(self, problem, worker_job, method="given", info=None):
+        self.problem = problem
+        self.worker_job = worker_job
+        self.worker_job.setflags(write=False)
+        self.method = method
+        self.info = dict(info or {})
+        S, G = problem.n_jobs, problem.n_types
+        busy = worker_job >= 0
+        job = worker_job[busy]
+        counts = np.zeros((S, G), dtype=np.int64)
+        np.add.at(counts, (job, problem.worker_type[busy]), 1)
+        self.type_counts = counts
+        self.n_workers = counts.sum(axis=1)
+        rho = problem.worker_throughput
+        self.throughput = np.bincount(job, weights=rho[job, np.flatnonzero(busy)], minlength=S)
+        self.compute_time = problem.batch / self.throughput
+        idx = np.arange(S)
+        per_iter_comm = np.where(
+            problem.iterations > 0, problem.comm_time[idx, self.n_workers] / problem.iterations, 0.0
+        )
+        self.comm_time = per_iter_comm
+        self.jct = problem.work / self.throughput + problem.comm_time[idx, self.n_workers]
+        self.mean_jct = float(self.jct.mean())
+        self.shares = largest_remainder_shares(problem.batch, worker_job, rho)
+        self.slowdown = self.jct / problem.jct_alone
+        s = self.slowdown
+        self.fairness = float(s.sum() ** 2 / (S * np.square(s).sum()))
+        self.worst_slowdown = float(s.max())
+
+    @property
+    def status(self):
+        """Always ``"feasible"`` for a Placement; solvers report optimality on their result."""
+        return "feasible"
+
+    def gap_to(self, reference):
+        """Relative gap ``mean_jct / reference - 1`` to a reference mean JCT or Placement."""
+        ref = reference.mean_jct if isinstance(reference, Placement) else float(reference)
+        return self.mean_jct / ref - 1.0
+
+    def to_dict(self):
+        """JSON-serialisable summary of the placement."""
+        p = self.problem
+        return {
+            "method": self.method,
+            "mean_jct": self.mean_jct,
+            "fairness": self.fairness,
+            "worst_slowdown": self.worst_slowdown,
+            "jobs": [
+                {
+                    "job": p.job_names[i],
+                    "n_workers": int(self.n_workers[i]),
+                    "type_counts": {p.type_names[g]: int(self.type_counts[i, g]) for g in range(p.n_types)},
+                    "throughput": float(self.throughput[i]),
+                    "jct": float(self.jct[i]),
+                    "slowdown": float(self.slowdown[i]),
+                }
+                for i in range(p.n_jobs)
+            ],
+            "workers": [
+                {
+                    "worker": k,
+                    "type": p.type_names[p.worker_type[k]],
+                    "speed": float(p.worker_speed[k]),
+                    "job": None if self.worker_job[k] < 0 else p.job_names[self.worker_job[k]],
+                    "share": int(self.shares[k]),
+                }
+                for k in range(p.n_workers)
+            ],
+            "info": {k: v for k, v in self.info.items() if isinstance(v, (int, float, str, bool, type(None)))},
+        }
+
+    def to_frame(self):
+        """Per-job table as a :class:`pandas.DataFrame` (needs pandas)."""
+        try:
+            import pandas as pd
+        except ImportError:  # pragma: no cover - depends on the environment
+            raise MissingDependencyError(
+                "Placement.to_frame needs pandas: pip install pandas"
+            ) from None
+        p = self.problem
+        data = {
+            "job": list(p.job_names),
+            "n_workers": self.n_workers,
+            **{f"n_{p.type_names[g]}": self.type_counts[:, g] for g in range(p.n_types)},
+            "throughput": self.throughput,
+            "jct": self.jct,
+            "slowdown": self.slowdown,
+        }
+        return pd.DataFrame(data).set_index("job")
+
+    def format_table(self, workers=True):
+        """Readable text table of jobs (and, with ``workers=True``, per-worker shares)."""
+        p = self.problem
+        name_w = max(4, max(len(n) for n in p.job_names))
+        types = [f"{t:>6}" for t in p.type_names]
+        lines = [
+            f"{'job':<{name_w}} {'n':>4} " + " ".join(types)
+            + f" {'samples/s':>11} {'JCT (s)':>12} {'slowdown':>9}  shares per worker"
+        ]
+        for i in range(p.n_jobs):
+            ws = np.flatnonzero(self.worker_job == i)
+            share_txt = ""
+            if workers:
+                share_txt = " ".join(f"{k}:{self.shares[k]}" for k in ws)
+                if len(share_txt) > 60:
+                    share_txt = share_txt[:57] + "..."
+            lines.append(
+                f"{p.job_names[i]:<{name_w}} {self.n_workers[i]:>4} "
+                + " ".join(f"{c:>6}" for c in self.type_counts[i])
+                + f" {self.throughput[i]:>11.1f} {self.jct[i]:>12.1f} {self.slowdown[i]:>9.3f}  {share_txt}"
+            )
+        idle = int(np.sum(self.worker_job < 0))
+        lines.append(
+            f"mean JCT {self.mean_jct:.1f} s | fairness (Jain) {self.fairness:.3f} | "
+            f"worst slowdown {self.worst_slowdown:.3f} | idle workers {idle} | method {self.method}"
+        )
+        return "\n".join(lines)
+
+    def __str__(self):
+        return self.format_table()
+
+    def __repr__(self):
+        return (
+            f"Placement(method={self.method!r}, mean_jct={self.mean_jct:.6g}, "
+            f"fairness={self.fairness:.3f}, n_workers={self.n_workers.tolist()})"
+        )
+
+
+def evaluate(problem, worker_job, *, method="given", info=None):
+    """Evaluate a worker -> job assignment.
+
+    Parameters
+    ----------
+    problem : Problem
+    worker_job : array_like of int, shape (K,)
+        Job index of every worker; -1 leaves the worker idle.
+
+    Returns
+    -------
+    Placement
+
+    Raises
+    ------
+    InvalidPlacementError
+        When a job gets no worker, an index is out of range, or a worker is given
+        a job that cannot run on its type.
+    """
+    _check_problem(problem)
+    arr = _worker_job_iv(problem, worker_job)
+    return Placement(problem, arr, method=method, info=info)
