@@ -24,13 +24,36 @@ from .errors import (
     MissingDependencyError,
     SolverError,
 )
+from .api import place
 from .placement import Placement, evaluate, is_feasible
 from .problem import Problem
+
+_LAZY = {
+    "solve_exact": ("exact", "solve_exact"),
+    "ExactResult": ("exact", "ExactResult"),
+}
+
+
+def __getattr__(name):
+    # heavy modules (OR-Tools, Numba) load on first use, not at import
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        return getattr(importlib.import_module(f".{module}", __name__), attr)
+    if name in ("balance", "data", "categories", "matching"):
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'hetplace' has no attribute {name!r}")
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Problem",
+    "place",
+    "solve_exact",
+    "ExactResult",
     "Placement",
     "evaluate",
     "is_feasible",

@@ -35,7 +35,7 @@ def _worker_job_iv(problem, worker_job):
         if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
             bad = int(np.flatnonzero(~np.isfinite(arr) | (arr != np.round(arr)))[0])
             raise InvalidPlacementError(
-                f"worker_job must hold integer job indices; got {arr[bad]!r} for worker {bad}."
+                f"worker_job must hold integer job indices; got {float(arr[bad])!r} for worker {bad}."
             )
     elif arr.dtype.kind not in "iub":
         raise InvalidProblemTypeError(

@@ -36,7 +36,7 @@ def _check_finite(arr, name, fix):
         idx = tuple(int(i) for i in np.argwhere(bad)[0])
         where = idx[0] if len(idx) == 1 else idx
         raise InvalidProblemError(
-            f"{name} must be finite; got {arr[idx]!r} at index {where}. {fix}"
+            f"{name} must be finite; got {float(arr[idx])!r} at index {where}. {fix}"
         )
 
 
@@ -58,19 +58,19 @@ def _per_job(value, name, n_jobs, *, default=None, positive=True, integer=False)
         bad = np.flatnonzero(arr <= 0)
         if bad.size:
             raise InvalidProblemError(
-                f"{name} must be > 0 for every job; got {arr[bad[0]]!r} for job {bad[0]}."
+                f"{name} must be > 0 for every job; got {float(arr[bad[0]])!r} for job {bad[0]}."
             )
     else:
         bad = np.flatnonzero(arr < 0)
         if bad.size:
             raise InvalidProblemError(
-                f"{name} must be >= 0 for every job; got {arr[bad[0]]!r} for job {bad[0]}."
+                f"{name} must be >= 0 for every job; got {float(arr[bad[0]])!r} for job {bad[0]}."
             )
     if integer:
         bad = np.flatnonzero(arr != np.round(arr))
         if bad.size:
             raise InvalidProblemError(
-                f"{name} must be whole numbers of samples; got {arr[bad[0]]!r} for job "
+                f"{name} must be whole numbers of samples; got {float(arr[bad[0]])!r} for job "
                 f"{bad[0]}. Round it to an integer."
             )
         if np.any(arr > 2**53):
@@ -178,7 +178,7 @@ class Problem:
         if (rho < 0).any():
             i, g = (int(v) for v in np.argwhere(rho < 0)[0])
             raise InvalidProblemError(
-                f"throughput must be >= 0; got {rho[i, g]!r} for job {i} on type {g}. "
+                f"throughput must be >= 0; got {float(rho[i, g])!r} for job {i} on type {g}. "
                 "Use 0 for a type a job cannot run on."
             )
 
@@ -192,7 +192,7 @@ class Problem:
         if (counts < 0).any() or (counts != np.round(counts)).any():
             g = int(np.flatnonzero((counts < 0) | (counts != np.round(counts)))[0])
             raise InvalidProblemError(
-                f"type_counts must be non-negative integers; got {counts[g]!r} for type {g}."
+                f"type_counts must be non-negative integers; got {float(counts[g])!r} for type {g}."
             )
         counts = counts.astype(np.int64)
         K = int(counts.sum())
@@ -247,7 +247,7 @@ class Problem:
             bad = np.flatnonzero((speed <= 0) | (speed > 1))
             if bad.size:
                 raise InvalidProblemError(
-                    f"worker_speed must lie in (0, 1]; got {speed[bad[0]]!r} for worker {bad[0]}. "
+                    f"worker_speed must lie in (0, 1]; got {float(speed[bad[0]])!r} for worker {bad[0]}. "
                     "Divide by the fastest worker's speed, or fold a constant factor into throughput."
                 )
 

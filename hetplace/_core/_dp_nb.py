@@ -1,0 +1,140 @@
+"""Type dynamic programme over "workers used per type" (MODEL.md 1.4, 3) -- Numba kernel.
+
+Kernel: inputs are trusted (validated by :mod:`hetplace.exact`); no checks here.
+Compiled lazily on first call and cached on disk (``cache=True``).
+"""
+import numba as nb
+import numpy as np
+
+__all__ = ["type_dp"]
+
+
+@nb.njit(cache=True)
+def type_dp(rho, work, comm, radix):
+    """Minimum total JCT over type-count matrices, with the argmin.
+
+    Parameters
+    ----------
+    rho : ndarray of float64, shape (S, G)
+        Throughput of job ``i`` on one worker of type ``g`` (0 = cannot run).
+    work : ndarray of float64, shape (S,)
+        ``iterations * batch`` of every job.
+    comm : ndarray of float64, shape (S, K + 1)
+        Total communication time of job ``i`` on ``n`` workers.
+    radix : ndarray of int64, shape (G,)
+        ``type_counts + 1``: the mixed radix of the state index (type 0 is
+        the least significant digit).
+
+    Returns
+    -------
+    total : float
+        Smallest total JCT (``inf`` if no feasible placement).
+    choice : ndarray of int64, shape (S,)
+        Mixed-radix index of the type-count vector given to each job.
+
+    Notes
+    -----
+    State ``s`` = workers of each type used by jobs ``0..i``; the recursion is
+    ``f_i(s) = min_{0 < y <= s} f_{i-1}(s - y) + cost_i(y)`` with
+    ``cost_i(y) = work_i / sum_g y_g rho_ig + comm_i(sum_g y_g)`` (``inf`` when
+    ``y`` uses a type the job cannot run on).  Digit-wise ``y <= s`` means
+    ``index(s - y) = index(s) - index(y)`` (no borrows), so predecessors are
+    found by subtraction.  Work is ``S * prod_g (m_g+1)(m_g+2)/2`` transitions;
+    memory is one int32 back-pointer per (job, state).  Ties keep the first
+    ``y`` in index order, so results are deterministic.
+    """
+    S, G = rho.shape
+    n_states = 1
+    for g in range(G):
+        n_states *= radix[g]
+    stride = np.empty(G, dtype=np.int64)
+    acc = 1
+    for g in range(G):
+        stride[g] = acc
+        acc *= radix[g]
+
+    f = np.full(n_states, np.inf)
+    f[0] = 0.0
+    nxt = np.empty(n_states)
+    back = np.empty((S, n_states), dtype=np.int32)
+    cost = np.empty(n_states)
+    d = np.zeros(G, dtype=np.int64)  # digits of the target state s
+    e = np.zeros(G, dtype=np.int64)  # digits of the job's vector y
+
+    for i in range(S):
+        # cost of every type-count vector y for job i
+        for g in range(G):
+            e[g] = 0
+        for y in range(n_states):
+            X = 0.0
+            n = 0
+            ok = True
+            for g in range(G):
+                if e[g] > 0:
+                    if rho[i, g] <= 0.0:
+                        ok = False
+                    X += e[g] * rho[i, g]
+                    n += e[g]
+            if ok and n > 0:
+                cost[y] = work[i] / X + comm[i, n]
+            else:
+                cost[y] = np.inf
+            g = 0
+            while g < G:
+                e[g] += 1
+                if e[g] < radix[g]:
+                    break
+                e[g] = 0
+                g += 1
+
+        # transitions: for every target state s, every y <= s digit-wise
+        for g in range(G):
+            d[g] = 0
+        for s in range(n_states):
+            best = np.inf
+            arg = -1
+            for g in range(G):
+                e[g] = 0
+            y = 0
+            while True:
+                if y > 0:
+                    v = f[s - y] + cost[y]
+                    if v < best:
+                        best = v
+                        arg = y
+                g = 0
+                while g < G:
+                    if e[g] < d[g]:
+                        e[g] += 1
+                        y += stride[g]
+                        break
+                    y -= e[g] * stride[g]
+                    e[g] = 0
+                    g += 1
+                if g == G:
+                    break
+            nxt[s] = best
+            back[i, s] = arg
+            g = 0
+            while g < G:
+                d[g] += 1
+                if d[g] < radix[g]:
+                    break
+                d[g] = 0
+                g += 1
+        for s in range(n_states):
+            f[s] = nxt[s]
+
+    best_s = 0
+    for s in range(1, n_states):
+        if f[s] < f[best_s]:
+            best_s = s
+    total = f[best_s]
+    choice = np.full(S, -1, dtype=np.int64)
+    if total < np.inf:
+        s = best_s
+        for i in range(S - 1, -1, -1):
+            y = back[i, s]
+            choice[i] = y
+            s -= y
+    return total, choice
