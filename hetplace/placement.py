@@ -41,7 +41,7 @@ def _worker_job_iv(problem, worker_job):
         raise InvalidProblemTypeError(
             f"worker_job must hold integer job indices (-1 idle); got dtype {arr.dtype}."
         )
-    arr = np.ascontiguousarray(arr, dtype=np.int64)
+    arr = np.array(arr, dtype=np.int64, order="C", copy=True)  # never freeze the caller's array
     bad = np.flatnonzero((arr < -1) | (arr >= S))
     if bad.size:
         k = int(bad[0])

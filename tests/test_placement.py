@@ -90,3 +90,12 @@ def test_shares_sum_to_batch(data):
         # each share is within one sample of its exact quota
         quota = batch[i] * rho[i, mine] / rho[i, mine].sum()
         assert np.all(np.abs(shares[mine] - quota) < 1.0 + 1e-9)
+
+
+def test_evaluate_does_not_freeze_callers_array(problem):
+    # regression: Placement froze the caller's worker_job when no copy was needed
+    wj = np.array([0, 1, 0, 0, 1], dtype=np.int64)
+    pl = hp.evaluate(problem, wj)
+    assert wj.flags.writeable
+    wj[0] = 1
+    assert pl.worker_job[0] == 0
