@@ -31,6 +31,14 @@ from .problem import Problem
 _LAZY = {
     "solve_exact": ("exact", "solve_exact"),
     "ExactResult": ("exact", "ExactResult"),
+    "count_categories": ("categories", "count_categories"),
+    "rank_category": ("categories", "rank_category"),
+    "unrank_category": ("categories", "unrank_category"),
+    "enumerate_categories": ("categories", "enumerate_categories"),
+    "sample_categories": ("categories", "sample_categories"),
+    "deferred_acceptance": ("matching", "deferred_acceptance"),
+    "is_stable": ("matching", "is_stable"),
+    "MatchingResult": ("matching", "MatchingResult"),
 }
 
 
@@ -41,7 +49,7 @@ def __getattr__(name):
 
         module, attr = _LAZY[name]
         return getattr(importlib.import_module(f".{module}", __name__), attr)
-    if name in ("balance", "data", "categories", "matching"):
+    if name in ("balance", "data", "categories", "matching", "instances"):
         import importlib
 
         return importlib.import_module(f".{name}", __name__)
@@ -54,6 +62,14 @@ __all__ = [
     "place",
     "solve_exact",
     "ExactResult",
+    "count_categories",
+    "rank_category",
+    "unrank_category",
+    "enumerate_categories",
+    "sample_categories",
+    "deferred_acceptance",
+    "is_stable",
+    "MatchingResult",
     "Placement",
     "evaluate",
     "is_feasible",

@@ -1,0 +1,680 @@
+"""Job-size categories (MODEL.md 2.1, 2.3): counting, ranking, enumeration, sampling.
+
+A *category* is a job-size vector ``n = (n_1, ..., n_S)`` with every ``n_i >= 1``:
+how many workers each of the S jobs gets out of K.  With ``exact=True`` the sizes
+use every worker (``sum(n) == K``, ``C(K-1, S-1)`` categories); with
+``exact=False`` workers may stay idle (``sum(n) <= K``, ``C(K, S)`` categories).
+
+Order and ranks
+    Categories are ranked in **lexicographic order of the size vector**.  For
+    ``exact=True`` rank 0 is ``(1, ..., 1, K-S+1)`` and the last rank is
+    ``(K-S+1, 1, ..., 1)``; for ``exact=False`` rank 0 is ``(1, ..., 1)``.
+    Ranking and unranking use the combinatorial number system on compositions
+    (see :func:`rank_category`).
+
+Backends
+    ``"python"`` (plain Python, slow, always available), ``"numba"`` (JIT,
+    compiled and cached on first use), ``"cython"`` (compiled at install time)
+    and ``"auto"`` (``"cython"`` if its extension is built, else ``"numba"``).
+    All backends return identical arrays for the same inputs and seed: they
+    draw from the same counter-based generator (MODEL.md 2.4) and do the same
+    floating-point operations in the same order.
+
+Random numbers
+    Every draw is ``rand_u64(seed, stream, counter)`` (SplitMix64 of the stream
+    key plus the counter; see ``hetplace._core._rng_nb``); the samplers use the
+    reserved streams ``2**63 + 1 .. 2**63 + 5``, so callers drawing with small
+    stream ids (e.g. one per sample) get unrelated numbers from the same seed.
+
+Kernels for other modules
+    ``hetplace._core._categories_nb`` (Numba, ``nogil``) and
+    ``hetplace._core._categories`` (Cython; ``cimport`` the ``*_nogil``
+    functions from ``_categories.pxd`` and the inline RNG from ``_rng.pxd``)
+    rank, unrank and sample without validation; ``_binomial_table(K, S, exact)``
+    below builds (and caches, read-only) the int64 table they take.
+"""
+
+import functools
+import math
+import numbers
+
+import numpy as np
+
+from ._core import _categories_py
+from .errors import (
+    InvalidOptionError,
+    InvalidProblemError,
+    InvalidProblemTypeError,
+    MissingDependencyError,
+)
+
+__all__ = [
+    "count_categories",
+    "rank_category",
+    "unrank_category",
+    "enumerate_categories",
+    "sample_categories",
+    "DEFAULT_SPREAD",
+    "WEIGHTED_OVERSAMPLE",
+]
+
+#: Default ``spread`` of ``sample_categories(method="weighted")``: the RMS
+#: relative (log-ratio) deviation from the centre at which a candidate's weight
+#: drops to ``exp(-1/2)``.
+DEFAULT_SPREAD = 0.25
+#: The weighted sampler draws its N categories from a stream of
+#: ``WEIGHTED_OVERSAMPLE * N`` candidates.
+WEIGHTED_OVERSAMPLE = 8
+#: Uniform sampling uses reservoir sampling over ranks only when the int64
+#: binomial table has at most this many entries (else the direct method).
+RESERVOIR_TABLE_MAX = 1 << 24
+#: Default ``limit`` of :func:`enumerate_categories` (categories).
+ENUMERATE_LIMIT = 1_000_000
+
+_INT64_MAX = (1 << 63) - 1
+_MAX_WORKERS = 1 << 62
+_BACKENDS = ("auto", "python", "numba", "cython")
+_METHODS = ("uniform", "weighted")
+_SPREAD_RANGE = (1e-3, 1e3)
+
+
+# ----------------------------------------------------------------------------
+# Validation helpers
+# ----------------------------------------------------------------------------
+
+
+def _is_int(value):
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
+def _check_dims(n_workers, n_jobs, *, cap=True):
+    """Validate ``n_workers`` and ``n_jobs``; return them as Python ints."""
+    if not _is_int(n_workers):
+        raise InvalidProblemTypeError(
+            f"n_workers must be an integer (the number of workers K); got "
+            f"{n_workers!r} of type {type(n_workers).__name__}. Pass an int >= 1."
+        )
+    K = int(n_workers)
+    if K < 1:
+        raise InvalidProblemError(f"n_workers must be >= 1; got {K}. Pass the number of workers.")
+    if cap and K > _MAX_WORKERS:
+        raise InvalidProblemError(
+            f"n_workers must be at most 2**62 for array results; got {K}. "
+            "Use count_categories for counts of larger clusters."
+        )
+    if n_jobs is None:
+        return K, None
+    if not _is_int(n_jobs):
+        raise InvalidProblemTypeError(
+            f"n_jobs must be an integer (the number of jobs S); got {n_jobs!r} of type "
+            f"{type(n_jobs).__name__}. Pass an int with 1 <= n_jobs <= n_workers."
+        )
+    S = int(n_jobs)
+    if not 1 <= S <= K:
+        raise InvalidProblemError(
+            f"n_jobs must satisfy 1 <= n_jobs <= n_workers={K} (every job needs a worker); "
+            f"got n_jobs={S}. Use fewer jobs or more workers."
+        )
+    return K, S
+
+
+def _check_exact(exact):
+    if not isinstance(exact, (bool, np.bool_)):
+        raise InvalidOptionError(
+            f"exact must be True (sum of sizes == n_workers) or False (sum <= n_workers); "
+            f"got {exact!r}."
+        )
+    return bool(exact)
+
+
+def _check_choice(value, name, choices):
+    if not isinstance(value, str) or value not in choices:
+        raise InvalidOptionError(
+            f"{name} must be one of {', '.join(repr(c) for c in choices)}; got {value!r}."
+        )
+    return value
+
+
+def _check_positive_int(value, name, fix):
+    if not _is_int(value) or int(value) < 1:
+        raise InvalidOptionError(f"{name} must be an integer >= 1; got {value!r}. {fix}")
+    return int(value)
+
+
+def _check_seed(seed):
+    """Return a seed in [0, 2**64); ``None`` draws one from fresh OS entropy."""
+    if seed is None:
+        return int(np.random.SeedSequence().entropy) & _categories_py.MASK64
+    if not _is_int(seed) or not 0 <= int(seed) < 1 << 64:
+        raise InvalidOptionError(
+            f"seed must be None or an integer in [0, 2**64); got {seed!r}. "
+            "Pass e.g. seed=0 for reproducible results."
+        )
+    return int(seed)
+
+
+def _backend(backend):
+    """Resolve ``backend`` to a (name, kernel module) pair."""
+    _check_choice(backend, "backend", _BACKENDS)
+    if backend == "python":
+        return "python", _categories_py
+    if backend in ("auto", "cython"):
+        try:
+            from ._core import _categories as cy
+        except ImportError:
+            if backend == "cython":
+                raise MissingDependencyError(
+                    "backend='cython' needs the compiled extension hetplace._core._categories, "
+                    "which is not built. Build it with `python setup.py build_ext --inplace` "
+                    "(or reinstall with `pip install .`), or pass backend='numba'."
+                ) from None
+        else:
+            return "cython", cy
+    from ._core import _categories_nb
+
+    return "numba", _categories_nb
+
+
+def _count(K, S, exact):
+    return math.comb(K - 1, S - 1) if exact else math.comb(K, S)
+
+
+@functools.lru_cache(maxsize=64)
+def _binomial_table(K, S, exact):
+    """int64 table ``binom[j, d] = C(j + d, j)``, shape (parts, K - S + 1), saturated.
+
+    ``parts = S`` if ``exact`` else ``S + 1``.  Entries above ``2**63 - 1`` are
+    set to ``2**63 - 1``; the kernels only read entries not above the number of
+    categories, so they are exact whenever that number is below ``2**63``.
+    The array is cached and read-only (pass it to the rank/unrank kernels).
+    """
+    parts = S if exact else S + 1
+    width = K - S + 1
+    table = np.empty((parts, width), dtype=np.int64)
+    row = np.ones(width, dtype=np.uint64)
+    table[0] = 1
+    limit = np.uint64(_INT64_MAX)
+    for j in range(1, parts):
+        # Row entries are <= 2**63 - 1, so the running sum reaches 2**63 before it
+        # can wrap around 2**64: everything before the first crossing is exact.
+        cs = np.cumsum(row, dtype=np.uint64)
+        over = np.flatnonzero(cs > limit)
+        if over.size:
+            cs[over[0]:] = limit
+        row = cs
+        table[j] = row.astype(np.int64)
+    table.flags.writeable = False
+    return table
+
+
+class _ExactBinomial:
+    """``binom[j][d] = C(j + d, j)`` as exact Python ints (for the public rank API)."""
+
+    class _Row:
+        __slots__ = ("j",)
+
+        def __init__(self, j):
+            self.j = j
+
+        def __getitem__(self, d):
+            return math.comb(self.j + d, self.j)
+
+    def __getitem__(self, j):
+        return self._Row(j)
+
+
+# ----------------------------------------------------------------------------
+# Counting, ranking, unranking
+# ----------------------------------------------------------------------------
+
+
+def count_categories(n_workers, n_jobs, exact=True):
+    """Number of categories (job-size vectors) of S jobs on K workers.
+
+    Parameters
+    ----------
+    n_workers : int
+        K >= 1 (any size: the result is an exact Python int).
+    n_jobs : int
+        S with ``1 <= S <= K``.
+    exact : bool, default True
+        True counts ``sum(n) == K`` (``C(K-1, S-1)``), False ``sum(n) <= K``
+        (``C(K, S)``).
+
+    Returns
+    -------
+    int
+        The exact count (may exceed 2**63).
+
+    Examples
+    --------
+    >>> count_categories(64, 8)
+    553270671
+    >>> count_categories(4, 2, exact=False)
+    6
+    """
+    K, S = _check_dims(n_workers, n_jobs, cap=False)
+    return _count(K, S, _check_exact(exact))
+
+
+def _check_sizes(sizes, K, exact):
+    """Validate a category; return it as a list of Python ints."""
+    if isinstance(sizes, (str, bytes)):
+        raise InvalidProblemTypeError(
+            f"sizes must be a sequence of integers (one per job); got the string {sizes!r}."
+        )
+    arr = np.asarray(sizes, dtype=object) if not isinstance(sizes, np.ndarray) else sizes
+    if arr.ndim != 1 or arr.shape[0] < 1:
+        raise InvalidProblemError(
+            f"sizes must be a 1-D sequence with one worker count per job; got shape "
+            f"{np.shape(sizes)}."
+        )
+    vals = []
+    for i, v in enumerate(arr.tolist()):
+        if not _is_int(v):
+            raise InvalidProblemTypeError(
+                f"sizes must be integers; got {v!r} for job {i}. Pass whole worker counts."
+            )
+        v = int(v)
+        if v < 1:
+            raise InvalidProblemError(
+                f"sizes must be >= 1 (every job needs a worker); got {v} for job {i}."
+            )
+        vals.append(v)
+    if len(vals) > K:
+        raise InvalidProblemError(
+            f"sizes has {len(vals)} jobs but n_workers={K}; a category needs n_jobs <= n_workers."
+        )
+    total = sum(vals)
+    if exact and total != K:
+        raise InvalidProblemError(
+            f"sizes must sum to n_workers={K} when exact=True; got sum {total}. "
+            "Pass exact=False to allow idle workers."
+        )
+    if not exact and total > K:
+        raise InvalidProblemError(
+            f"sizes must sum to at most n_workers={K}; got sum {total}."
+        )
+    return vals
+
+
+def rank_category(sizes, n_workers, exact=True):
+    """Rank of a category in lexicographic order of its size vector.
+
+    Parameters
+    ----------
+    sizes : sequence of int, shape (S,)
+        The category: every entry >= 1, ``sum == n_workers`` (``exact=True``)
+        or ``<= n_workers``.
+    n_workers : int
+        K.
+    exact : bool, default True
+        Which family of categories ``sizes`` belongs to (see module docs).
+
+    Returns
+    -------
+    int
+        Rank in ``[0, count_categories(K, S, exact))`` (exact Python int).
+
+    Notes
+    -----
+    A category of ``exact=True`` is a composition of K into S positive parts
+    (it corresponds to the (S-1)-subset ``{n_1, n_1+n_2, ...}`` of cut points
+    in ``{1..K-1}``); with ``exact=False`` the slack ``K + 1 - sum(n)`` is
+    appended as a last part, giving a composition of K+1 into S+1 parts.  In
+    lexicographic order, the compositions of R into m parts whose first part
+    is below v number ``C(R-1, m-1) - C(R-v, m-1)`` (hockey-stick identity), so
+
+        rank = sum_i [C(R_i - 1, m_i - 1) - C(R_i - n_i, m_i - 1)]
+
+    with ``R_i`` the remaining total and ``m_i`` the remaining parts: O(S)
+    binomials (combinatorial number system; Knuth, TAOCP 7.2.1.3).
+
+    Examples
+    --------
+    >>> rank_category([1, 1, 2], 4)
+    0
+    >>> rank_category([2, 1, 1], 4)
+    2
+    """
+    K, _ = _check_dims(n_workers, None, cap=False)
+    exact = _check_exact(exact)
+    vals = _check_sizes(sizes, K, exact)
+    return _categories_py.rank_category(vals, K, len(vals), exact, _ExactBinomial())
+
+
+def unrank_category(rank, n_workers, n_jobs, exact=True):
+    """The category of a given rank (inverse of :func:`rank_category`).
+
+    Parameters
+    ----------
+    rank : int
+        In ``[0, count_categories(n_workers, n_jobs, exact))``; any size.
+    n_workers, n_jobs : int
+        K and S, ``1 <= S <= K <= 2**62``.
+    exact : bool, default True
+        ``sum == K`` (True) or ``sum <= K`` (False).
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (S,)
+        The job sizes.
+
+    Notes
+    -----
+    Part by part, the largest first part whose preceding block of ranks fits
+    below the remaining rank is found by binary search over ``C(t, m-1)``:
+    O(S log K) binomial evaluations (exact Python integers here; the compiled
+    kernels use an int64 table).
+
+    Examples
+    --------
+    >>> unrank_category(2, 4, 3).tolist()
+    [2, 1, 1]
+    """
+    K, S = _check_dims(n_workers, n_jobs)
+    exact = _check_exact(exact)
+    C = _count(K, S, exact)
+    if not _is_int(rank) or not 0 <= int(rank) < C:
+        raise InvalidOptionError(
+            f"rank must be an integer in [0, {C}) for n_workers={K}, n_jobs={S}, "
+            f"exact={exact}; got {rank!r}."
+        )
+    out = [0] * S
+    _categories_py.unrank_category(int(rank), K, S, exact, _ExactBinomial(), out)
+    return np.array(out, dtype=np.int64)
+
+
+# ----------------------------------------------------------------------------
+# Enumeration
+# ----------------------------------------------------------------------------
+
+
+def _enumerate(mod, K, S, exact, C):
+    out = np.empty((C, S), dtype=np.int64)
+    mod.enumerate_categories(K, S, exact, out)
+    return out
+
+
+def enumerate_categories(n_workers, n_jobs, exact=True, backend="auto", limit=ENUMERATE_LIMIT):
+    """All categories of S jobs on K workers, in rank (lexicographic) order.
+
+    Parameters
+    ----------
+    n_workers, n_jobs : int
+        K and S, ``1 <= S <= K``.
+    exact : bool, default True
+        ``sum == K`` (True) or ``sum <= K`` (False).
+    backend : {"auto", "python", "numba", "cython"}, default "auto"
+        Kernel implementation ("auto": Cython if built, else Numba).
+    limit : int, default 1_000_000
+        Refuse (``InvalidOptionError``) when there are more categories than this.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (C, S)
+        Row r is the category of rank r.
+
+    Notes
+    -----
+    Walks the lexicographic successor (increment the rightmost part whose suffix
+    can give up a worker, reset the suffix to ``(1, ..., 1, rest)``): O(S) per
+    category, no binomials.
+
+    Examples
+    --------
+    >>> enumerate_categories(4, 2).tolist()
+    [[1, 3], [2, 2], [3, 1]]
+    """
+    K, S = _check_dims(n_workers, n_jobs)
+    exact = _check_exact(exact)
+    limit = _check_positive_int(limit, "limit", "Pass the largest number of rows you accept.")
+    _, mod = _backend(backend)
+    C = _count(K, S, exact)
+    if C > limit:
+        raise InvalidOptionError(
+            f"n_workers={K}, n_jobs={S} (exact={exact}) has {C} categories, more than "
+            f"limit={limit}. Draw a subset with sample_categories({K}, {S}, n_samples) "
+            "instead, or raise limit."
+        )
+    return _enumerate(mod, K, S, exact, C)
+
+
+# ----------------------------------------------------------------------------
+# Sampling
+# ----------------------------------------------------------------------------
+
+
+def _check_centre(centre, K, S, exact):
+    """Validate the weighted-sampling centre; return (scaled float64 centre, base)."""
+    if centre is None:
+        c = np.full(S, K / S, dtype=np.float64)
+    else:
+        if isinstance(centre, (str, bytes)):
+            raise InvalidProblemTypeError(
+                f"centre must be numbers (target job sizes); got the string {centre!r}."
+            )
+        try:
+            c = np.array(centre, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise InvalidProblemTypeError(
+                f"centre must be numbers (target job sizes, shape ({S},)); got "
+                f"{type(centre).__name__} that numpy cannot convert to float ({exc})."
+            ) from None
+        if c.shape != (S,):
+            raise InvalidProblemError(
+                f"centre must have one target size per job, shape ({S},); got shape {c.shape}."
+            )
+        bad = np.flatnonzero(~np.isfinite(c) | (c <= 0))
+        if bad.size:
+            raise InvalidProblemError(
+                f"centre must be finite and > 0 for every job; got {float(c[bad[0]])!r} for job "
+                f"{bad[0]}. Pass target sizes such as sqrt(work) scaled to n_workers."
+            )
+    with np.errstate(over="ignore", under="ignore"):
+        total = float(c.sum())
+        if exact or total > K:
+            c = c * (K / total)
+    if not np.all(np.isfinite(c) & (c > 0)):
+        raise InvalidProblemError(
+            f"centre could not be scaled to n_workers={K} (got {centre!r}); pass target "
+            "sizes of moderate magnitude."
+        )
+    return np.ascontiguousarray(c), _round_centre(c, K, S, exact)
+
+
+def _round_centre(c, K, S, exact):
+    """Round a positive centre to a category (largest remainder, parts >= 1).
+
+    Total: K (exact) or ``floor(sum(c) + 0.5)`` clipped to [S, K].  Parts start
+    at ``max(floor(c_i), 1)``; missing workers go to the largest fractional
+    parts (ties: lower index), surplus ones (from parts raised to 1) leave the
+    parts with the largest ``n_i - c_i`` among those with ``n_i >= 2``.
+    """
+    if exact:
+        T = K
+    else:
+        T = int(min(max(math.floor(float(c.sum()) + 0.5), S), K))
+    fl = np.floor(c)
+    n = np.maximum(fl, 1.0).astype(np.int64)
+    diff = T - int(n.sum())
+    if diff > 0:
+        order = np.argsort(-(c - fl), kind="stable")
+        for k in range(diff):
+            n[order[k % S]] += 1
+    while diff < 0:
+        excess = np.where(n >= 2, n - c, -np.inf)
+        n[int(np.argmax(excess))] -= 1
+        diff += 1
+    return n
+
+
+def _lex_order(rows):
+    """Indices sorting the (distinct, positive) rows lexicographically."""
+    N, S = rows.shape
+    if N <= 1:
+        return np.arange(N)
+    if S <= 16:
+        return np.lexsort(rows.T[::-1])
+    # Many columns: compare whole rows as big-endian bytes (memcmp order equals
+    # the numeric lexicographic order for non-negative int64).
+    keys = np.ascontiguousarray(rows, dtype=">i8").view(np.dtype((np.void, 8 * S))).ravel()
+    return np.argsort(keys, kind="stable")
+
+
+def sample_categories(n_workers, n_jobs, n_samples, seed=None, exact=False, method="uniform",
+                      centre=None, spread=None, backend="auto"):
+    """Draw distinct categories (job-size vectors), uniformly or around a centre.
+
+    Parameters
+    ----------
+    n_workers, n_jobs : int
+        K and S, ``1 <= S <= K <= 2**62``.
+    n_samples : int
+        N >= 1.  Fewer rows are returned only when there are fewer categories
+        than N: then all of them.
+    seed : int in [0, 2**64) or None
+        Seed of the counter-based generator.  ``None`` takes 64 bits of fresh
+        OS entropy (``numpy.random.SeedSequence().entropy``): not reproducible,
+        pass an int for that.
+    exact : bool, default False
+        False: ``sum(n) <= K`` (idle workers allowed); True: ``sum(n) == K``.
+    method : {"uniform", "weighted"}, default "uniform"
+        Uniform over all categories, or weighted towards ``centre``.
+    centre : array_like of float, shape (S,), optional
+        Weighted only.  Target job sizes (e.g. ``sqrt(w_i)`` scaled to K).
+        Scaled to sum K if ``exact`` or if it sums above K; ``None`` means the
+        equal split ``K / S``.
+    spread : float, optional
+        Weighted only, in [1e-3, 1e3]; default :data:`DEFAULT_SPREAD` (0.25).
+        Typical relative deviation of a job's size from the centre (see Notes).
+    backend : {"auto", "python", "numba", "cython"}, default "auto"
+        Kernel implementation; all give identical results.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (min(N, C), S)
+        Distinct categories.  ``method="uniform"``: in rank (lexicographic)
+        order.  ``method="weighted"``: in order of increasing A-Res key (ties by
+        stream position), so row 0 is the rounded centre and the first n rows
+        are the A-Res sample of size n from the same candidate stream.
+
+    Notes
+    -----
+    The result depends only on ``(seed, K, S, N, exact, method, centre, spread)``.
+
+    **Uniform.** If ``N >= C`` all categories are returned.  Otherwise, when
+    ``C < 2**63`` and the int64 binomial table has at most
+    :data:`RESERVOIR_TABLE_MAX` entries, reservoir sampling over the stream of
+    ranks ``0..C-1`` with Algorithm L (Li, ACM TOMS 20(4), 1994): geometric
+    jumps skip non-selected ranks, so it costs O(N (1 + log(C/N))) draws, and
+    the N reservoir ranks are unranked (distinct by construction).  Otherwise
+    (astronomically many categories, e.g. K=4096, S=256) the **direct method**:
+    each sample is a uniform (S-1)-subset of cut points of ``{1..K-1}``
+    (an S-subset of ``{1..K}`` when ``exact=False``) drawn with Floyd's
+    algorithm (Bentley & Floyd, CACM 30(9), 1987), which is uniform over
+    categories; a draw whose 64-bit hash was seen before is redrawn with the
+    next counters.  O(N S log S) time, O(N + S) scratch, no binomial table.
+
+    **Weighted.** Efraimidis–Spirakis A-Res (IPL 97(5), 2006) in log space:
+    candidate n gets weight ``w = exp(-d**2 / (2 spread**2))`` with
+    ``d = sqrt(mean_i log(n_i / c_i)**2)`` (RMS relative deviation from the
+    centre c) and key ``log(-log u) + d**2 / (2 spread**2)`` (``u`` uniform; the
+    N smallest keys win, i.e. the N largest ``u**(1/w)``).  The rounded centre
+    (largest remainder, parts >= 1) is always included (key ``-inf``).  If
+    ``C <= WEIGHTED_OVERSAMPLE * N`` the candidate stream is every category;
+    otherwise it is ``M = WEIGHTED_OVERSAMPLE * N`` candidates generated from
+    the centre: candidate sizes ``y_i = c_i exp(b v_i)``, ``v_i`` uniform in
+    [-1, 1), per-candidate scale ``b = spread * Exp(1)``, rounded to a category
+    (the total is K, or ``round(sum y)`` clipped to [S, K] when idle workers
+    are allowed; the workers above one per job are split in proportion to
+    ``max(y_i - 1, 0)`` by cumulative rounding).  Duplicates (same 64-bit hash)
+    are skipped.  If fewer than N distinct candidates appear, further rounds of
+    M candidates follow with the scale doubled (up to 6 rounds), then uniform
+    Floyd draws.  Cost O(M S).
+
+    Examples
+    --------
+    >>> sample_categories(64, 8, 3, seed=1).shape
+    (3, 8)
+    >>> sample_categories(4, 2, 10, seed=1, exact=True).tolist()
+    [[1, 3], [2, 2], [3, 1]]
+    """
+    K, S = _check_dims(n_workers, n_jobs)
+    N = _check_positive_int(n_samples, "n_samples", "Pass how many categories to draw.")
+    seed = _check_seed(seed)
+    exact = _check_exact(exact)
+    method = _check_choice(method, "method", _METHODS)
+    if method == "uniform":
+        if centre is not None:
+            raise InvalidOptionError(
+                "centre is only used with method='weighted'; got method='uniform' and a "
+                "centre. Pass method='weighted' or drop centre."
+            )
+        if spread is not None:
+            raise InvalidOptionError(
+                f"spread is only used with method='weighted'; got method='uniform' and "
+                f"spread={spread!r}. Pass method='weighted' or drop spread."
+            )
+    else:
+        if spread is None:
+            spread = DEFAULT_SPREAD
+        lo, hi = _SPREAD_RANGE
+        if (not isinstance(spread, numbers.Real) or isinstance(spread, (bool, np.bool_))
+                or not lo <= float(spread) <= hi):
+            raise InvalidOptionError(
+                f"spread must be a number in [{lo}, {hi}]; got {spread!r}. "
+                f"The default is {DEFAULT_SPREAD}."
+            )
+        spread = float(spread)
+    name, mod = _backend(backend)
+    C = _count(K, S, exact)
+    if method == "uniform":
+        return _sample_uniform(name, mod, seed, C, N, K, S, exact)
+    c, base = _check_centre(centre, K, S, exact)
+    return _sample_weighted(name, mod, seed, C, N, K, S, exact, c, base, spread)
+
+
+def _sample_uniform(name, mod, seed, C, N, K, S, exact):
+    if N >= C:
+        return _enumerate(mod, K, S, exact, C)
+    out = np.empty((N, S), dtype=np.int64)
+    useed = seed if name == "python" else np.uint64(seed)
+    parts = S if exact else S + 1
+    if C <= _INT64_MAX and parts * (K - S + 1) <= RESERVOIR_TABLE_MAX:
+        binom = _binomial_table(K, S, exact)
+        if name == "python":
+            binom = binom.tolist()
+        ranks = np.empty(N, dtype=np.int64)
+        mod.sample_uniform_reservoir(useed, C, N, K, S, exact, binom, out, ranks)
+        return out[np.argsort(ranks)]  # rank order == lexicographic order
+    mod.sample_uniform_direct(useed, N, K, S, exact, out)
+    return out[_lex_order(out)]
+
+
+def _sample_weighted(name, mod, seed, C, N, K, S, exact, c, base, spread):
+    useed = seed if name == "python" else np.uint64(seed)
+    M = WEIGHTED_OVERSAMPLE * N
+    if C <= M:
+        cats = _enumerate(mod, K, S, exact, C)
+        base_index = _categories_py.rank_category(
+            base.tolist(), K, S, exact, _ExactBinomial())
+        n_out = min(N, C)
+        index = np.empty(n_out, dtype=np.int64)
+        keys = np.empty(n_out, dtype=np.float64)
+        if name == "python":
+            mod.sample_weighted_enum(seed, cats, K, c.tolist(), base_index, spread, n_out,
+                                     index, keys)
+        else:
+            mod.sample_weighted_enum(useed, cats, K, c, base_index, spread, n_out, index, keys)
+        order = np.lexsort((index, keys))
+        return cats[index[order]]
+    out = np.empty((N, S), dtype=np.int64)
+    keys = np.empty(N, dtype=np.float64)
+    pos = np.empty(N, dtype=np.int64)
+    if name == "python":
+        mod.sample_weighted_perturb(seed, N, M, K, S, exact, c.tolist(), base.tolist(), spread,
+                                    out, keys, pos)
+    else:
+        mod.sample_weighted_perturb(useed, N, M, K, S, exact, c, base, spread, out, keys, pos)
+    return out[np.lexsort((pos, keys))]
