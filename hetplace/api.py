@@ -6,7 +6,7 @@ import numpy as np
 
 from . import baselines
 from ._validation import check_choice, check_options, check_seed
-from .errors import SolverError
+from .errors import InvalidOptionError, SolverError
 from .placement import Placement, _check_problem
 
 __all__ = ["place", "METHODS"]
@@ -17,16 +17,40 @@ METHODS = {
     "random": (),
     "greedy": (),
     "exact": ("exact_method", "solver", "time_limit", "threads"),
+    "auto": ("latency_budget",),
+    "smp": ("samples", "sampling", "matching", "polish", "fairness_tol", "max_rounds", "spread", "backend", "threads"),
 }
 
 
-def place(problem, method="greedy", seed=None, **options):
+#: Default latency budget (seconds) of ``method="auto"``.
+AUTO_LATENCY_BUDGET = 0.05
+#: Seconds per type-DP transition, measured with benchmarks/bench_exact.py on the
+#: project's 2-core machine (~1e9 transitions in 1.5 s).
+DP_SECONDS_PER_TRANSITION = 1.5e-9
+
+
+def _auto_choice(problem, budget):
+    """``"exact"`` when the type DP applies and its predicted time fits ``budget``, else ``"smp"``."""
+    from .exact import dp_size
+
+    if problem.uniform_speed:
+        _, work = dp_size(problem)
+        if work * DP_SECONDS_PER_TRANSITION <= budget:
+            return "exact"
+    return "smp"
+
+
+def place(problem, method="auto", seed=None, **options):
     """Place every job of ``problem`` on the cluster.
 
     Parameters
     ----------
     problem : Problem
     method : str
+        ``"auto"`` (default: the exact type DP when it applies and its
+        predicted time fits ``latency_budget`` seconds, default 0.05, else
+        ``"smp"``; ``info["auto_choice"]`` says which ran), ``"smp"``
+        (sampling-based multi-job placement, see :mod:`hetplace.smp`),
         ``"equal"`` (equal sizes, biggest jobs pick fastest workers first),
         ``"random"`` (seeded random feasible placement), ``"greedy"``
         (marginal-gain), ``"exact"`` (proven optimum, see
@@ -34,7 +58,10 @@ def place(problem, method="greedy", seed=None, **options):
     seed : int, optional
         Seed of randomised methods; the same seed gives the same placement.
     **options
-        Method-specific options; ``"exact"`` takes ``exact_method``
+        Method-specific options; ``"smp"`` takes ``samples``, ``sampling``,
+        ``matching``, ``polish``, ``fairness_tol``, ``max_rounds``, ``spread``,
+        ``backend`` and ``threads`` (see :data:`hetplace.smp.SMP_DEFAULTS`);
+        ``"auto"`` takes ``latency_budget``; ``"exact"`` takes ``exact_method``
         (``"auto"``, ``"dp"``, ``"milp"``, ``"brute"``), ``solver``,
         ``time_limit`` and ``threads``.  Unknown options are rejected.
 
@@ -56,12 +83,25 @@ def place(problem, method="greedy", seed=None, **options):
     seed = check_seed(seed)
     t0 = time.perf_counter()
     info = {}
+    if method == "auto":
+        budget = options.pop("latency_budget", AUTO_LATENCY_BUDGET)
+        if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not budget > 0:
+            raise InvalidOptionError(f"latency_budget must be a positive number of seconds; got {budget!r}.")
+        method = _auto_choice(problem, float(budget))
+        info["auto_choice"] = method
+        if method == "exact":
+            options = {"exact_method": "dp"}
     if method == "equal":
         worker_job = baselines.equal_placement(problem)
     elif method == "random":
         worker_job = baselines.random_placement(problem, np.random.default_rng(seed))
     elif method == "greedy":
         worker_job = baselines.greedy_placement(problem)
+    elif method == "smp":
+        from .smp import smp_place
+
+        worker_job, smp_info = smp_place(problem, seed=seed, **options)
+        info.update(smp_info)
     else:  # exact
         from .exact import solve_exact
 

@@ -26,9 +26,7 @@ def _build_parser():
 
 
 def _default_method():
-    from .api import METHODS
-
-    return "smp" if "smp" in METHODS else "greedy"
+    return "smp"
 
 
 def _run(args, out):

@@ -10,21 +10,24 @@ represented by the lowest-indexed one, so on dedicated clusters a pass costs
 O((S G)^2) instead of O(K^2).  Each accepted step lowers the total JCT by more
 than ``1e-12`` of its value, so the descent terminates.
 
-The same source runs as plain Python through ``polish.py_func`` (the
-``backend="python"`` path); ``_polish.pyx`` is its Cython twin.  All three do
-the same floating-point operations in the same order.
+The same source runs as plain Python: every function is registered with
+``register_jitable`` (callable from Python as written, compiled when called from
+Numba code), and ``polish_impl`` is the ``backend="python"`` entry; ``polish``
+is its compiled form and ``_polish.pyx`` its Cython twin.  All three do the same
+floating-point operations in the same order.
 """
 
 import numpy as np
 from numba import njit
+from numba.extending import register_jitable
 
 
-@njit(cache=True, nogil=True)
+@register_jitable
 def _job_cost(work, comm, i, X, n):
     return work[i] / X + comm[i, n]
 
 
-@njit(cache=True, nogil=True)
+@register_jitable
 def _recompute(rho, worker_job, X, n, i):
     s = 0.0
     c = 0
@@ -36,7 +39,7 @@ def _recompute(rho, worker_job, X, n, i):
     n[i] = c
 
 
-@njit(cache=True, nogil=True)
+@register_jitable
 def _mark_reps(worker_job, worker_type, speed, uniform, n_jobs, n_types, rep, seen):
     """rep[k] = 1 if worker k is the first of its (job, type[, speed]) class."""
     K = worker_job.shape[0]
@@ -55,8 +58,8 @@ def _mark_reps(worker_job, worker_type, speed, uniform, n_jobs, n_types, rep, se
             rep[k] = 0
 
 
-@njit(cache=True, nogil=True)
-def polish(rho, work, comm, worker_type, speed, uniform, worker_job, max_steps):
+@register_jitable
+def polish_impl(rho, work, comm, worker_type, speed, uniform, worker_job, max_steps):
     """Improve ``worker_job`` in place; return the number of steps taken.
 
     Parameters
@@ -163,3 +166,6 @@ def polish(rho, work, comm, worker_type, speed, uniform, worker_job, max_steps):
                 _recompute(rho, worker_job, X, n, b)
         steps += 1
     return steps
+
+
+polish = njit(cache=True, nogil=True)(polish_impl)
