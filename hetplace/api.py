@@ -25,8 +25,8 @@ METHODS = {
 #: Default latency budget (seconds) of ``method="auto"``.
 AUTO_LATENCY_BUDGET = 0.05
 #: Seconds per type-DP transition, measured with benchmarks/bench_exact.py on the
-#: project's 2-core machine (~1e9 transitions in 1.5 s).
-DP_SECONDS_PER_TRANSITION = 1.5e-9
+#: project's 2-core machine (2.4-4.0 ns per transition, ~2.5 ns on large instances).
+DP_SECONDS_PER_TRANSITION = 2.5e-9
 
 
 def _auto_choice(problem, budget):

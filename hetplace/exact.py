@@ -1,0 +1,684 @@
+"""Exact optimal placements (MODEL.md section 3): type DP, OR-Tools MILP, brute force.
+
+:func:`solve_exact` validates its options, picks a method and returns an
+:class:`ExactResult` whose ``objective`` is always the true mean JCT of the
+returned placement, recomputed by :func:`hetplace.placement.evaluate`.
+
+Methods
+-------
+``"dp"``
+    Dynamic programme over "workers used per type" (MODEL.md 1.4).  Exact when
+    every worker speed is 1; milliseconds for few types.  Numba kernel
+    :func:`hetplace._core._dp_nb.type_dp` (compiled on first use, cached).
+``"milp"``
+    Mixed-integer linear programme solved by OR-Tools ``pywraplp`` with SCIP,
+    CP-SAT or HiGHS.  Exact for per-worker speeds and communication.
+``"brute"``
+    Enumeration of all ``(S+1)**K`` worker -> job maps (Cython kernel
+    :func:`hetplace._core._brute.brute_force`); for tests on tiny instances.
+``"auto"``
+    ``"dp"`` when every speed is 1 and the DP work is at most
+    :data:`AUTO_DP_MAX_WORK` transitions, else ``"milp"``.
+"""
+
+import math
+import numbers
+import time
+
+import numpy as np
+
+from .errors import InvalidOptionError, InvalidProblemTypeError, MissingDependencyError, SolverError
+from .placement import evaluate
+from .problem import Problem
+
+__all__ = [
+    "ExactResult",
+    "solve_exact",
+    "dp_size",
+    "METHODS",
+    "SOLVERS",
+    "DP_MAX_STATES",
+    "DP_MAX_TABLE",
+    "AUTO_DP_MAX_WORK",
+    "BRUTE_MAX_ASSIGNMENTS",
+]
+
+METHODS = ("auto", "dp", "milp", "brute")
+#: accepted ``solver`` spellings (case-insensitive) -> (OR-Tools id, display name)
+SOLVERS = {
+    "scip": ("SCIP", "SCIP"),
+    "cp-sat": ("CP_SAT", "CP-SAT"),
+    "cpsat": ("CP_SAT", "CP-SAT"),
+    "highs": ("HIGHS", "HiGHS"),
+}
+
+#: Largest DP state space ``prod(type_counts + 1)`` that ``method="dp"`` accepts
+#: (two float64 value arrays of this length).
+DP_MAX_STATES = 5_000_000
+#: Largest back-pointer table ``n_jobs * prod(type_counts + 1)`` (int32 entries,
+#: 4 bytes each: 400 MB at the cap) that ``method="dp"`` accepts.
+DP_MAX_TABLE = 100_000_000
+#: ``method="auto"`` uses the DP when its work ``n_jobs * prod_g (m_g+1)(m_g+2)/2``
+#: (transitions) is at most this, i.e. about 5 s of DP.  Measured on the project's
+#: 2-core machine (benchmarks/bench_exact.py, ``test_auto_threshold*``): the DP
+#: costs 2.5-3.5 ns per transition (5.6 ns at 3.5e9, larger tables), so its time is
+#: predictable; the MILP's is not.  On Gavel instances (3 types) the DP won every
+#: measured case: K=96 S=8 (7.8e8 transitions) 1.3 s vs SCIP/HiGHS > 60 s, K=128
+#: S=4 (3.5e9) 20 s vs SCIP 57 s.  On synthetic 5-6 type instances the MILP took
+#: 0.1-0.2 s and beat the DP from ~1e8 transitions (G=6 K=42 S=4: 1.6e9, DP 4 s).
+#: 2e9 caps the DP's cost at a few seconds while keeping it on realistic few-type
+#: clusters where the MILP can take minutes.
+AUTO_DP_MAX_WORK = 2_000_000_000
+#: Largest ``(n_jobs + 1) ** n_workers`` that ``method="brute"`` accepts: about
+#: 1.5 s at the measured 25-35 ns per assignment (benchmarks/bench_exact.py,
+#: ``test_brute_force``; K=8, S=6 is 5.8e6 assignments in 0.17 s).
+BRUTE_MAX_ASSIGNMENTS = 50_000_000
+
+# Tolerances passed to the MILP solvers: "gap ~ 0" so optima are truly optimal.
+_REL_GAP = 1e-9
+_ABS_GAP = 1e-12
+# CP-SAT solves integer programmes only: continuous variables are multiplied by
+# this factor and rounded (see ExactResult notes in solve_exact).
+_CPSAT_VAR_SCALING = 1e6
+
+
+class ExactResult:
+    """Outcome of :func:`solve_exact` (fields ``None`` when unsolved).
+
+    Attributes
+    ----------
+    status : str
+        ``"optimal"``; ``"feasible"`` (a limit was hit, the incumbent is
+        returned); ``"infeasible"``; ``"no_solution"`` (a limit was hit before
+        any incumbent); ``"error"`` (the solver failed, see ``message``).
+    success : bool
+        True exactly when ``status == "optimal"``.
+    message : str
+        Human-readable account of the outcome.
+    placement : Placement or None
+        The best placement found.
+    objective : float or None
+        TRUE mean JCT (s) of ``placement``, recomputed by ``evaluate``.
+    bound : float or None
+        Proven lower bound on the optimal mean JCT (s).
+    gap : float or None
+        ``(objective - bound) / objective`` (0 when optimal).
+    wall_time : float
+        Seconds spent in :func:`solve_exact`, model building included.
+    method : str
+        ``"dp"``, ``"milp"`` or ``"brute"``: the method that ran.
+    solver : str
+        ``"SCIP"``, ``"CP-SAT"``, ``"HiGHS"``, ``"dp"`` or ``"brute"``.
+    info : dict
+        Method-specific details (model size, nodes, formulation, ...).
+    """
+
+    def __init__(self, status, message, placement, bound, wall_time, method, solver, info=None):
+        self.status = status
+        self.success = status == "optimal"
+        self.message = message
+        self.placement = placement
+        self.objective = None if placement is None else float(placement.mean_jct)
+        if bound is not None and self.objective is not None:
+            # a lower bound above a feasible objective is solver round-off
+            bound = min(float(bound), self.objective)
+        self.bound = None if bound is None else float(bound)
+        if self.objective is not None and self.bound is not None and self.objective > 0:
+            self.gap = max(0.0, (self.objective - self.bound) / self.objective)
+        else:
+            self.gap = None
+        self.wall_time = float(wall_time)
+        self.method = method
+        self.solver = solver
+        self.info = dict(info or {})
+
+    def __repr__(self):
+        def fmt(v):
+            return "None" if v is None else f"{v:.6g}"
+
+        return (
+            f"ExactResult(status={self.status!r}, method={self.method!r}, solver={self.solver!r}, "
+            f"objective={fmt(self.objective)}, bound={fmt(self.bound)}, gap={fmt(self.gap)}, "
+            f"wall_time={self.wall_time:.3g}s)"
+        )
+
+
+# ---------------------------------------------------------------- validation
+def _solve_exact_iv(problem, method, solver, time_limit, threads, verbose):
+    """Validate the arguments of :func:`solve_exact`; return canonical values."""
+    if not isinstance(problem, Problem):
+        raise InvalidProblemTypeError(
+            f"problem must be a hetplace.Problem; got {type(problem).__name__}. "
+            "Build one with hetplace.Problem(throughput, type_counts, batch, iterations, ...)."
+        )
+    if not isinstance(method, str) or method.strip().lower() not in METHODS:
+        raise InvalidOptionError(
+            f"method must be one of {', '.join(repr(m) for m in METHODS)}; got {method!r}."
+        )
+    method = method.strip().lower()
+    if not isinstance(solver, str) or solver.strip().lower() not in SOLVERS:
+        raise InvalidOptionError(
+            f"solver must be one of 'scip', 'cp-sat' (or 'cpsat'), 'highs' (case-insensitive); "
+            f"got {solver!r}."
+        )
+    solver = "cp-sat" if solver.strip().lower() == "cpsat" else solver.strip().lower()
+    if time_limit is not None:
+        if isinstance(time_limit, bool) or not isinstance(time_limit, numbers.Real):
+            raise InvalidOptionError(
+                f"time_limit must be a positive number of seconds or None (no limit); got {time_limit!r}."
+            )
+        time_limit = float(time_limit)
+        if not (math.isfinite(time_limit) and time_limit > 0):
+            raise InvalidOptionError(
+                f"time_limit must be a positive finite number of seconds or None (no limit); "
+                f"got {time_limit!r}."
+            )
+    if threads is not None:
+        if isinstance(threads, bool) or not isinstance(threads, numbers.Integral) or threads < 1:
+            raise InvalidOptionError(
+                f"threads must be a positive integer or None (solver default); got {threads!r}."
+            )
+        threads = int(threads)
+    if not isinstance(verbose, (bool, np.bool_)):
+        raise InvalidOptionError(f"verbose must be True or False; got {verbose!r}.")
+    return method, solver, time_limit, threads, bool(verbose)
+
+
+def dp_size(problem):
+    """Size of the type DP for ``problem``.
+
+    Returns
+    -------
+    states : int
+        ``prod_g (m_g + 1)``, the number of "workers used per type" states.
+    work : int
+        ``n_jobs * prod_g (m_g + 1)(m_g + 2) / 2``, the number of transitions.
+    """
+    m = [int(c) for c in problem.type_counts]
+    states = math.prod(c + 1 for c in m)
+    work = problem.n_jobs * math.prod((c + 1) * (c + 2) // 2 for c in m)
+    return states, work
+
+
+def _dp_refusal(problem):
+    """Why the DP cannot run on ``problem`` (None when it can)."""
+    if not problem.uniform_speed:
+        k = int(np.flatnonzero(problem.worker_speed != 1.0)[0])
+        return (
+            "method='dp' needs every worker_speed to be 1 (then workers of one type are "
+            "interchangeable, MODEL.md 1.4); this problem has per-worker speeds (worker "
+            f"{k} has speed {float(problem.worker_speed[k])!r}). Use method='milp' (exact for "
+            "per-worker speeds) or method='auto'."
+        )
+    states, _ = dp_size(problem)
+    if states > DP_MAX_STATES or states * problem.n_jobs > DP_MAX_TABLE:
+        return (
+            f"method='dp' needs prod(type_counts + 1) = {states:,} states and "
+            f"n_jobs * states = {states * problem.n_jobs:,} back-pointers; the caps are "
+            f"DP_MAX_STATES = {DP_MAX_STATES:,} and DP_MAX_TABLE = {DP_MAX_TABLE:,}. "
+            "Use method='milp' (or method='auto')."
+        )
+    return None
+
+
+# ---------------------------------------------------------------- public API
+def solve_exact(problem, method="auto", solver="scip", time_limit=None, threads=None, verbose=False):
+    """Optimal placement minimising the mean JCT (MODEL.md 1.2-1.3, 3).
+
+    Parameters
+    ----------
+    problem : Problem
+    method : {"auto", "dp", "milp", "brute"}, default "auto"
+        ``"auto"`` runs the type DP when every worker speed is 1 and its work
+        ``n_jobs * prod_g (m_g+1)(m_g+2)/2`` is at most :data:`AUTO_DP_MAX_WORK`
+        (a threshold measured by ``benchmarks/bench_exact.py``), else the MILP.
+        ``result.method`` says which ran.
+    solver : {"scip", "cp-sat", "highs"}, default "scip"
+        MILP solver (case-insensitive; ``"cpsat"`` is accepted).  Ignored by
+        ``"dp"`` and ``"brute"``.
+    time_limit : float, optional
+        Seconds for the whole MILP call: the solver gets what model building
+        left of it.  On the limit the incumbent and the proven bound are
+        returned (status ``"feasible"``), or status ``"no_solution"``.  Solvers
+        check their clock between steps, so they may overrun by a fraction of a
+        second (HiGHS's presolve by more).  The DP and brute force always run to
+        the end (their sizes are capped instead).
+    threads : int, optional
+        MILP solver threads (default: the solver's own).  HiGHS through OR-Tools
+        ignores it.
+    verbose : bool, default False
+        Print the solver log.
+
+    Returns
+    -------
+    ExactResult
+
+    Raises
+    ------
+    InvalidProblemTypeError
+        ``problem`` is not a :class:`Problem`.
+    InvalidOptionError
+        An option is not one of the valid values; ``method="dp"`` on a problem
+        with per-worker speeds or beyond :data:`DP_MAX_STATES` /
+        :data:`DP_MAX_TABLE`; ``method="brute"`` beyond
+        :data:`BRUTE_MAX_ASSIGNMENTS`.
+    MissingDependencyError
+        OR-Tools is not installed (MILP only).
+    SolverError
+        The OR-Tools build lacks the requested solver.
+
+    Notes
+    -----
+    **MILP** (our exact linearisation of MODEL.md 1.2).  Workers with equal
+    (type, speed) form a class ``c`` of ``m_c`` workers with per-worker
+    throughput ``r_ic``; with uniform speeds the classes are the types, with
+    all-distinct speeds every worker is its own class (the per-worker binary
+    model ``x[i,k]``).  Job ``i`` takes ``y_ic = sum_b 2^b z_icb`` workers of
+    class ``c`` (binary expansion, ``z`` binary).  With ``t_i = 1 / X_i`` and
+    ``p_icb = z_icb t_i`` (the exact McCormick product of a binary and a
+    bounded continuous), write ``q_icb = 2^b r_ic p_icb`` -- the fraction of
+    job ``i``'s batch that bit ``b`` of class ``c`` processes.  Constraints:
+    ``q <= z`` (a used group's share is at most 1 since ``X_i >= 2^b r_ic``),
+    ``q <= 2^b r_ic t_i`` and ``sum q >= 1``; together they give exactly
+    ``t_i >= 1 / X_i`` for every integer ``z``, tight at the optimum because
+    ``t_i`` has a positive cost.  Communication: a size one-hot ``u[i,n]``
+    with ``sum_n n u[i,n] = n_i`` prices ``comm_time[i, n]`` (only for jobs
+    with a gradient to exchange).  This model alone is exact but its LP
+    relaxation is weak (SCIP: 11 s at K=16, S=4), so valid inequalities
+    (ours; not needed for exactness) tighten it: for jobs with communication,
+    the aggregate ``X_i`` is split by job size, ``x_in`` in ``[L_n u_in,
+    U_n u_in]`` (``L_n``/``U_n``: the ``n`` slowest/fastest workers) with the
+    tangents of the convex ``1/X`` in perspective form,
+    ``t_in >= 2 u_in / X0 - x_in / X0^2`` and ``t_i >= sum_n t_in`` (an outer
+    approximation of the convex hull of the disjunction over sizes, so the LP
+    no longer prices communication by its chord); other jobs get plain
+    tangents ``t_i >= 2/X0 - X_i/X0^2`` (K=16, S=4: 0.4 s).  Throughputs are
+    normalised per job and the objective by the mean alone-JCT so
+    coefficients are O(1).  Gap limits: relative 1e-9, absolute 1e-12.  SCIP
+    runs without its aggregation separator and with at most 5 root cut rounds
+    (10x faster on this model, same optima).
+
+    **CP-SAT** only solves integer programmes: OR-Tools multiplies continuous
+    variables by ``mip_var_scaling`` and rounds them.  We set it to 1e6, so
+    ``t_i`` and the shares live on a grid of 1e-6 (relative to their O(1)
+    scale; bounds are widened by 1e-5 so the rounded model stays feasible):
+    CP-SAT's optimum and bound are those of this discretised model and agree
+    with SCIP to about 1e-6 relative (tested at 1e-5), not to 1e-9.  CP-SAT's
+    presolve is switched off: with it on, OR-Tools 9.15 returned wrong
+    "optimal" placements on 20 of 300 tiny instances of this model (0 of 300
+    with it off).
+
+    **HiGHS** through OR-Tools' ``pywraplp`` reports its incumbent value as
+    the best bound.  When HiGHS proves optimality the two coincide (gap limits
+    ~0); on a time limit we therefore report the valid but weak bound
+    ``mean(problem.jct_alone)`` (every job alone on the whole cluster).
+
+    **Type DP**: see :func:`hetplace._core._dp_nb.type_dp`.  Bound = objective.
+    """
+    t0 = time.perf_counter()
+    method, solver, time_limit, threads, verbose = _solve_exact_iv(
+        problem, method, solver, time_limit, threads, verbose
+    )
+    if method == "dp":
+        why = _dp_refusal(problem)
+        if why is not None:
+            raise InvalidOptionError(why)
+    elif method == "brute":
+        n = (problem.n_jobs + 1) ** problem.n_workers
+        if n > BRUTE_MAX_ASSIGNMENTS:
+            raise InvalidOptionError(
+                f"method='brute' would enumerate (n_jobs + 1) ** n_workers = "
+                f"{problem.n_jobs + 1}**{problem.n_workers} = {n:,} assignments, above "
+                f"BRUTE_MAX_ASSIGNMENTS = {BRUTE_MAX_ASSIGNMENTS:,}. Use method='dp', "
+                "'milp' or 'auto'."
+            )
+    elif method == "auto":
+        method = "milp"
+        if _dp_refusal(problem) is None and dp_size(problem)[1] <= AUTO_DP_MAX_WORK:
+            method = "dp"
+
+    if method == "dp":
+        return _solve_dp(problem, t0, verbose)
+    if method == "brute":
+        return _solve_brute(problem, t0, verbose)
+    return _solve_milp(problem, solver, time_limit, threads, verbose, t0)
+
+
+# ---------------------------------------------------------------- type DP
+def _solve_dp(problem, t0, verbose):
+    from ._core._dp_nb import type_dp  # lazy: importing hetplace compiles nothing
+
+    counts = problem.type_counts
+    radix = np.ascontiguousarray(counts + 1, dtype=np.int64)
+    total, choice = type_dp(
+        np.ascontiguousarray(problem.throughput, dtype=np.float64),
+        np.ascontiguousarray(problem.work, dtype=np.float64),
+        np.ascontiguousarray(problem.comm_time, dtype=np.float64),
+        radix,
+    )
+    if not np.isfinite(total):  # pragma: no cover - Problem() rejects uncoverable instances
+        return ExactResult("infeasible", "the type DP found no feasible placement", None, None,
+                           time.perf_counter() - t0, "dp", "dp")
+    stride = np.cumprod(np.concatenate(([1], radix[:-1])))
+    y = (choice[:, None] // stride[None, :]) % radix[None, :]  # (S, G) type counts
+    worker_job = _worker_job_from_counts(problem, y, [np.flatnonzero(problem.worker_type == g)
+                                                      for g in range(problem.n_types)])
+    states, work = dp_size(problem)
+    info = {"states": states, "transitions": work, "dp_total_jct": float(total)}
+    placement = evaluate(problem, worker_job, method="exact", info=info)
+    wall = time.perf_counter() - t0
+    if verbose:
+        print(f"type DP: {states:,} states, {work:,} transitions, {wall:.3f} s")
+    return ExactResult("optimal", "optimal (type DP)", placement, placement.mean_jct, wall,
+                       "dp", "dp", info)
+
+
+def _worker_job_from_counts(problem, counts, members):
+    """Give job i ``counts[i, c]`` workers of ``members[c]``, in worker-index order."""
+    worker_job = np.full(problem.n_workers, -1, dtype=np.int64)
+    nxt = [0] * len(members)
+    for i in range(counts.shape[0]):
+        for c in range(counts.shape[1]):
+            n = int(counts[i, c])
+            if n:
+                worker_job[members[c][nxt[c]:nxt[c] + n]] = i
+                nxt[c] += n
+    return worker_job
+
+
+# ---------------------------------------------------------------- brute force
+def _solve_brute(problem, t0, verbose):
+    from ._core._brute import brute_force
+
+    best = np.full(problem.n_workers, -1, dtype=np.int64)
+    total = brute_force(
+        np.ascontiguousarray(problem.worker_throughput, dtype=np.float64),
+        np.ascontiguousarray(problem.work, dtype=np.float64),
+        np.ascontiguousarray(problem.comm_time, dtype=np.float64),
+        best,
+    )
+    if not np.isfinite(total):  # pragma: no cover - Problem() rejects uncoverable instances
+        return ExactResult("infeasible", "no assignment gives every job a worker", None, None,
+                           time.perf_counter() - t0, "brute", "brute")
+    n = (problem.n_jobs + 1) ** problem.n_workers
+    info = {"assignments": n, "brute_total_jct": float(total)}
+    placement = evaluate(problem, best, method="exact", info=info)
+    wall = time.perf_counter() - t0
+    if verbose:
+        print(f"brute force: {n:,} assignments, {wall:.3f} s")
+    return ExactResult("optimal", "optimal (exhaustive enumeration)", placement,
+                       placement.mean_jct, wall, "brute", "brute", info)
+
+
+# ---------------------------------------------------------------- MILP
+def _worker_classes(problem, grouping):
+    """Workers grouped by equal (type, speed), in worker-index order.
+
+    Returns ``members`` (list of int64 arrays) and ``rate`` (S, C): the
+    per-worker throughput of every class.  ``grouping="workers"`` makes every
+    worker its own class (the plain per-worker binary model).
+    """
+    K = problem.n_workers
+    if grouping == "workers":
+        members = [np.array([k]) for k in range(K)]
+    else:
+        keys = {}
+        for k in range(K):
+            key = (int(problem.worker_type[k]), float(problem.worker_speed[k]))
+            keys.setdefault(key, []).append(k)
+        members = [np.array(v, dtype=np.int64) for v in keys.values()]
+    first = np.array([m[0] for m in members])
+    return members, problem.worker_throughput[:, first]
+
+
+def _load_ortools():
+    try:
+        from ortools.linear_solver import pywraplp
+    except ImportError:  # pragma: no cover - ortools is a hard dependency
+        raise MissingDependencyError(
+            "method='milp' needs OR-Tools: pip install 'ortools>=9.10'"
+        ) from None
+    return pywraplp
+
+
+def _solver_parameters(key, threads, verbose):
+    """Solver-specific parameter text: gap limits ~0 (and CP-SAT scaling)."""
+    if key == "scip":
+        # the aggregation (c-MIR) separator and long root cut loops cost seconds on this
+        # model for no gain (measured: 100 tiny instances 12.9 s -> 1.3 s, Gavel K<=32 2.8x)
+        return (
+            f"limits/gap = {_REL_GAP}\nlimits/absgap = {_ABS_GAP}\n"
+            "separating/aggregation/freq = -1\nseparating/maxroundsroot = 5\n"
+        )
+    if key == "cp-sat":
+        text = (
+            f"relative_gap_limit: {_REL_GAP} absolute_gap_limit: {_ABS_GAP} "
+            f"mip_var_scaling: {_CPSAT_VAR_SCALING} cp_model_presolve: false "
+            f"log_search_progress: {str(verbose).lower()}"
+        )
+        if threads is not None:
+            text += f" num_workers: {threads}"
+        return text
+    # HiGHS: OR-Tools forwards "name=value" lines to Highs::setOptionValue
+    return (
+        f"mip_rel_gap={_REL_GAP}\nmip_abs_gap={_ABS_GAP}\n"
+        f"output_flag={'true' if verbose else 'false'}"
+    )
+
+
+def _build_milp(pywraplp, solver_id, problem, grouping="classes", cuts="size"):
+    """Build the MILP of the Notes of :func:`solve_exact`; return (solver, handles)."""
+    # ---------------------------------------------------------------- data
+    S, K = problem.n_jobs, problem.n_workers
+    members, rate = _worker_classes(problem, grouping)  # rate: (S, C) per-worker samples/s
+    size = np.array([len(m) for m in members])
+    C = size.size
+    cap = K - S + 1  # most workers one job can get: every other job keeps one
+    rho = problem.worker_throughput
+    r_hat = rate.max(axis=1)  # per-job throughput normaliser
+    scale = float(np.mean(problem.jct_alone))  # objective normaliser (s)
+    with_comm = [bool(np.any(problem.comm_time[i] > 0)) for i in range(S)]
+    # CP-SAT rounds continuous domains to its grid: widen bounds (never binding) by
+    # a little more than one grid step so the rounded model stays feasible
+    slack = 10.0 / _CPSAT_VAR_SCALING if solver_id == "CP_SAT" else 0.0
+    items = []  # per job: (class, bit, a = 2^b r_ic / r_hat_i)
+    for i in range(S):
+        row = []
+        for c in range(C):
+            if rate[i, c] > 0:
+                for b in range(int(min(size[c], cap)).bit_length()):
+                    row.append((c, b, (2 ** b) * rate[i, c] / r_hat[i]))
+        items.append(row)
+    n_max = []  # largest useful size of job i
+    tau_lo, tau_hi = [], []  # bounds of tau_i = r_hat_i / X_i
+    for i in range(S):
+        r = np.sort(rho[i][rho[i] > 0])[::-1]
+        n_max.append(int(min(cap, r.size)))
+        tau_lo.append(r_hat[i] / r[:cap].sum() * (1.0 - slack))
+        tau_hi.append(r_hat[i] / r[-1] * (1.0 + slack))
+
+    solver = pywraplp.Solver.CreateSolver(solver_id)
+    if solver is None:
+        raise SolverError(
+            f"this OR-Tools build has no {solver_id} solver "
+            f"(ortools {_ortools_version()}). Reinstall with pip install --force-reinstall ortools, "
+            "or choose another solver= ('scip', 'cp-sat', 'highs')."
+        )
+
+    # ---------------------------------------------------------------- variables
+    z = [[solver.BoolVar(f"z_{i}_{c}_{b}") for (c, b, _) in items[i]] for i in range(S)]
+    q = [[solver.NumVar(0.0, 1.0, f"q_{i}_{c}_{b}") for (c, b, _) in items[i]] for i in range(S)]
+    tau = [solver.NumVar(tau_lo[i], tau_hi[i], f"tau_{i}") for i in range(S)]
+    u = [
+        {n: solver.BoolVar(f"u_{i}_{n}") for n in range(1, n_max[i] + 1)} if with_comm[i] else None
+        for i in range(S)
+    ]
+
+    # ---------------------------------------------------------------- constraints
+    inf = solver.infinity()
+
+    def row(lb, ub, terms):  # lb <= sum(coef * var) <= ub; faster than operator overloading
+        ct = solver.Constraint(lb, ub)
+        for var, coef in terms:
+            ct.SetCoefficient(var, coef)
+
+    # class capacity: the jobs use at most m_c workers of class c
+    for c in range(C):
+        terms = [(z[i][j], 2 ** b) for i in range(S) for j, (cc, b, _) in enumerate(items[i]) if cc == c]
+        if terms:
+            row(-inf, int(size[c]), terms)
+    # every job gets at least one worker
+    for i in range(S):
+        row(1, inf, [(v, 1) for v in z[i]])
+    # a group's share of the batch is 0 when unused and at most 1 when used: q <= z
+    for i in range(S):
+        for j in range(len(items[i])):
+            row(-inf, 0, [(q[i][j], 1), (z[i][j], -1)])
+    # a group's share is at most its throughput fraction: q <= (2^b r_ic / r_hat_i) tau_i
+    for i in range(S):
+        for j, (_, _, a) in enumerate(items[i]):
+            row(-inf, 0, [(q[i][j], 1), (tau[i], -a)])
+    # the shares cover the batch, hence tau_i >= r_hat_i / X_i
+    for i in range(S):
+        row(1, inf, [(v, 1) for v in q[i]])
+    # job size one-hot (communication): sum_n u = 1 and sum_n n u = n_i = sum 2^b z
+    for i in range(S):
+        if u[i] is not None:
+            row(1, 1, [(v, 1) for v in u[i].values()])
+            row(0, 0, [(v, n) for n, v in u[i].items()]
+                + [(z[i][j], -(2 ** b)) for j, (_, b, _) in enumerate(items[i])])
+    # tangent cuts of the convex 1/X: valid inequalities that only tighten the LP
+    if cuts != "none":
+        for i in range(S):
+            x_terms = [(z[i][j], a) for j, (_, _, a) in enumerate(items[i])]  # X_i / r_hat_i
+            r = np.sort(rho[i][rho[i] > 0])[::-1] / r_hat[i]
+            if cuts == "size" and u[i] is not None:
+                # per job size n (perspective of the tangents): X_i/r_hat_i is carried by
+                # x_in, nonzero only for the size in use, within [n slowest, n fastest]
+                parts, lower = [], []
+                for n, un in u[i].items():
+                    lo, hi = r[-n:].sum() * (1.0 - slack), r[:n].sum() * (1.0 + slack)
+                    x_n = solver.NumVar(0.0, hi, f"x_{i}_{n}")
+                    t_n = solver.NumVar(0.0, tau_hi[i], f"t_{i}_{n}")
+                    row(-inf, 0, [(x_n, 1), (un, -hi)])
+                    row(0, inf, [(x_n, 1), (un, -lo)])
+                    for x0 in np.geomspace(lo, hi, 4 if hi > lo else 1):
+                        # t_n >= (2 / x0) u_n - x_n / x0^2
+                        row(0, inf, [(t_n, 1), (un, -2.0 / x0), (x_n, 1.0 / (x0 * x0))])
+                    parts.append(x_n)
+                    lower.append(t_n)
+                # sum_n x_in <= X_i / r_hat_i ("=" at the optimum: the cuts favour large x_in)
+                row(-inf, 0, [(v, 1) for v in parts] + [(v, -a) for v, a in x_terms])
+                # tau_i >= sum_n t_in
+                row(0, inf, [(tau[i], 1)] + [(v, -1) for v in lower])
+            else:
+                for x0 in np.geomspace(r[-1], r[:cap].sum(), 6):
+                    # tau_i >= 2 / x0 - (X_i / r_hat_i) / x0^2
+                    row(2.0 / x0, inf, [(tau[i], 1)] + [(v, a / (x0 * x0)) for v, a in x_terms])
+
+    # ---------------------------------------------------------------- objective
+    # (1 / (S * scale)) * sum_i (w_i / r_hat_i * tau_i + sum_n comm_time[i, n] u_in)
+    objective = solver.Objective()
+    for i in range(S):
+        objective.SetCoefficient(tau[i], problem.work[i] / r_hat[i] / (S * scale))
+        if u[i] is not None:
+            for n, v in u[i].items():
+                objective.SetCoefficient(v, problem.comm_time[i, n] / (S * scale))
+    objective.SetMinimization()
+    handles = {"z": z, "items": items, "members": members, "scale": scale, "n_classes": C}
+    return solver, handles
+
+
+def _ortools_version():
+    try:
+        import ortools
+
+        return ortools.__version__
+    except Exception:  # pragma: no cover
+        return "unknown"
+
+
+
+def _solve_milp(problem, solver_key, time_limit, threads, verbose, t0, grouping="classes", cuts="size"):
+    pywraplp = _load_ortools()
+    solver_id, solver_name = SOLVERS[solver_key]
+    solver, h = _build_milp(pywraplp, solver_id, problem, grouping=grouping, cuts=cuts)
+    build_time = time.perf_counter() - t0
+
+    # ---------------------------------------------------------------- solve
+    if verbose:
+        solver.EnableOutput()
+    else:
+        solver.SuppressOutput()
+    if time_limit is not None:  # the limit covers the whole call: building counts
+        remaining = time_limit - (time.perf_counter() - t0)
+        solver.SetTimeLimit(max(1, int(remaining * 1000)))
+    if threads is not None and solver_key != "highs":
+        solver.SetNumThreads(threads)
+    solver.SetSolverSpecificParametersAsString(_solver_parameters(solver_key, threads, verbose))
+    params = pywraplp.MPSolverParameters()
+    params.SetDoubleParam(params.RELATIVE_MIP_GAP, _REL_GAP)
+    code = solver.Solve(params)
+    solve_time = time.perf_counter() - t0 - build_time
+
+    # ---------------------------------------------------------------- check status
+    info = {
+        "formulation": grouping,
+        "tangent_cuts": cuts,
+        "n_variables": solver.NumVariables(),
+        "n_constraints": solver.NumConstraints(),
+        "n_classes": h["n_classes"],
+        "build_time": build_time,
+        "solve_time": solve_time,
+        "solver_status_code": int(code),
+    }
+    if solver_key != "cp-sat":
+        try:
+            info["nodes"] = int(solver.nodes())
+        except Exception:  # pragma: no cover - not every backend reports nodes
+            pass
+    weak_bound = float(np.mean(problem.jct_alone))  # every job alone: a valid lower bound
+    placement = None
+    if code in (pywraplp.Solver.OPTIMAL, pywraplp.Solver.FEASIBLE):
+        counts = np.zeros((problem.n_jobs, h["n_classes"]), dtype=np.int64)
+        for i, row in enumerate(h["items"]):
+            for j, (c, b, _) in enumerate(row):
+                if h["z"][i][j].solution_value() > 0.5:
+                    counts[i, c] += 2 ** b
+        worker_job = _worker_job_from_counts(problem, counts, h["members"])
+        info["milp_objective"] = solver.Objective().Value() * h["scale"]
+    solver_bound = None
+    if solver_key != "highs" or code == pywraplp.Solver.OPTIMAL:
+        try:
+            bb = solver.Objective().BestBound()
+        except Exception:  # pragma: no cover
+            bb = float("nan")
+        if np.isfinite(bb):
+            solver_bound = bb * h["scale"]
+    bound = weak_bound if solver_bound is None else max(weak_bound, solver_bound)
+
+    if code == pywraplp.Solver.OPTIMAL:
+        placement = evaluate(problem, worker_job, method="exact", info=info)
+        status, msg = "optimal", f"optimal ({solver_name} MILP, relative gap limit {_REL_GAP:g})"
+    elif code == pywraplp.Solver.FEASIBLE:
+        placement = evaluate(problem, worker_job, method="exact", info=info)
+        status = "feasible"
+        msg = f"{solver_name} stopped at a limit (time_limit={time_limit}); incumbent returned"
+        if solver_key == "highs":
+            msg += "; bound is mean(jct_alone) because OR-Tools does not pass HiGHS's dual bound"
+    elif code == pywraplp.Solver.INFEASIBLE:
+        status, msg, bound = "infeasible", f"{solver_name} reports the MILP infeasible", None
+    elif time_limit is not None and code not in (pywraplp.Solver.ABNORMAL, pywraplp.Solver.MODEL_INVALID,
+                                                  pywraplp.Solver.UNBOUNDED):
+        # NOT_SOLVED, or HiGHS's "unknown" (99): the limit came before any incumbent
+        status = "no_solution"
+        msg = f"{solver_name} found no placement within time_limit={time_limit} s"
+    else:
+        codes = ("UNBOUNDED", "ABNORMAL", "NOT_SOLVED", "MODEL_INVALID")
+        names = {getattr(pywraplp.Solver, n): n for n in codes}
+        status = "error"
+        msg = f"{solver_name} failed with status {names.get(code, code)}"
+        bound = None
+    if verbose:
+        print(f"{solver_name} MILP: {msg}; build {build_time:.3f} s, solve {solve_time:.3f} s")
+    return ExactResult(status, msg, placement, bound, time.perf_counter() - t0, "milp", solver_name, info)

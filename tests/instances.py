@@ -1,0 +1,240 @@
+"""Seeded instance generators for tests and benchmarks (never global RNG).
+
+- :func:`tiny_random`: small random problems (K <= 7) for brute-force checks,
+  with/without communication and per-worker speeds.
+- :func:`idle_optimal`: small problems where communication makes leaving a slow
+  worker idle optimal.
+- :func:`gavel_problem`: type-homogeneous problems (speeds 1) from the Gavel
+  throughput table (``../shared/data/gavel/throughputs.json``, MODEL.md 6).
+"""
+import ast
+import functools
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+
+from hetplace import Problem
+from hetplace.errors import InvalidProblemError
+
+__all__ = [
+    "tiny_random",
+    "idle_optimal",
+    "gavel_path",
+    "gavel_available",
+    "load_gavel",
+    "gavel_problem",
+    "GAVEL_TYPES",
+    "GRAD_BYTES",
+    "BANDWIDTH",
+]
+
+GAVEL_TYPES = ("k80", "p100", "v100")
+#: plausible gradient sizes per model family (bytes; from parameter counts)
+GRAD_BYTES = {
+    "ResNet-18": 45e6,
+    "ResNet-50": 100e6,
+    "Transformer": 250e6,
+    "LM": 80e6,
+    "Recommendation": 50e6,
+    "A3C": 4e6,
+    "CycleGAN": 45e6,
+}
+#: ~10 Gbit/s per worker link
+BANDWIDTH = 1.25e9
+
+
+def _split(rng, total, parts, minimum=1):
+    """Random composition of ``total`` into ``parts`` integers >= ``minimum``."""
+    cuts = np.sort(rng.choice(np.arange(1, total - parts * (minimum - 1)), parts - 1, replace=False))
+    sizes = np.diff(np.concatenate(([0], cuts, [total - parts * (minimum - 1)])))
+    return sizes + (minimum - 1)
+
+
+def tiny_random(seed, n_workers=None, n_jobs=None, n_types=None, comm=None, speeds=None, zeros=True):
+    """A small random problem (K <= 7 by default).
+
+    Parameters
+    ----------
+    seed : int
+    n_workers, n_jobs, n_types : int, optional
+        Default: K in 2..7, S in 1..min(K, 5), G in 1..min(K, 3), drawn from ``seed``.
+    comm : bool, optional
+        Communication on (finite bandwidth, comparable to compute) or off.
+        Default: drawn from ``seed``.
+    speeds : bool, optional
+        Per-worker speeds in (0, 1] (half the time from a small discrete set,
+        so some workers share a speed).  Default: drawn from ``seed``.
+    zeros : bool, default True
+        Sometimes give a job throughput 0 on a type (kept only when the problem
+        stays feasible).
+
+    Returns
+    -------
+    Problem
+    """
+    rng = np.random.default_rng([seed, 101])
+    K = int(n_workers if n_workers is not None else rng.integers(2, 8))
+    S = int(n_jobs if n_jobs is not None else rng.integers(1, min(K, 5) + 1))
+    G = int(n_types if n_types is not None else rng.integers(1, min(K, 3) + 1))
+    comm = bool(rng.random() < 0.5) if comm is None else bool(comm)
+    speeds = bool(rng.random() < 0.5) if speeds is None else bool(speeds)
+    counts = _split(rng, K, G)
+    rho = rng.uniform(1.0, 10.0, (S, G))
+    batch = rng.integers(8, 257, S)
+    iters = rng.integers(100, 2001, S).astype(float)
+    speed = None
+    if speeds:
+        if rng.random() < 0.5:
+            speed = rng.choice([0.25, 0.5, 0.75, 1.0], K)
+        else:
+            speed = rng.uniform(0.1, 1.0, K)
+    grad, bw = None, math.inf
+    if comm:
+        bw = 1e9
+        # per-iteration all-reduce time comparable to one worker's compute time
+        grad = rng.uniform(0.05, 1.5, S) * batch / rho.mean(axis=1) * bw
+    base = Problem(rho, counts, batch, iters, grad, bw, speed)
+    if zeros and G > 1 and rng.random() < 0.5:
+        rho2 = rho.copy()
+        for i in range(S):
+            if rng.random() < 0.4:
+                rho2[i, rng.integers(G)] = 0.0
+        try:
+            return Problem(rho2, counts, batch, iters, grad, bw, speed)
+        except InvalidProblemError:
+            pass
+    return base
+
+
+def idle_optimal(seed, n_workers=None):
+    """A small problem where communication makes idle workers worthwhile.
+
+    A few fast workers and several slow ones; every job's per-iteration
+    all-reduce time is 20-100 % of its compute time on one fast worker, so a
+    slow worker (3-12 % of a fast one) saves less than it costs.
+
+    Returns
+    -------
+    Problem
+    """
+    rng = np.random.default_rng([seed, 202])
+    K = int(n_workers if n_workers is not None else rng.integers(4, 8))
+    S = int(rng.integers(1, 3))
+    n_fast = int(rng.integers(S, min(K - 1, S + 2) + 1))
+    counts = np.array([n_fast, K - n_fast])
+    fast = rng.uniform(5.0, 10.0, S)
+    rho = np.column_stack([fast, fast * rng.uniform(0.03, 0.12, S)])
+    batch = rng.integers(16, 257, S)
+    iters = rng.integers(100, 2001, S).astype(float)
+    bw = 1e9
+    grad = rng.uniform(0.2, 1.0, S) * batch / fast * bw
+    speed = None
+    if rng.random() < 0.5:
+        speed = rng.uniform(0.5, 1.0, K)
+    return Problem(rho, counts, batch, iters, grad, bw, speed)
+
+
+# ------------------------------------------------------------------ Gavel
+def gavel_path():
+    """Path of the Gavel throughput table (``<repo parent>/shared/data/gavel``)."""
+    return Path(__file__).resolve().parents[2] / "shared" / "data" / "gavel" / "throughputs.json"
+
+
+def gavel_available():
+    return gavel_path().is_file()
+
+
+@functools.lru_cache(maxsize=4)
+def load_gavel(path=None):
+    """Single-GPU throughputs from the Gavel table.
+
+    Returns
+    -------
+    models : tuple of str
+        The 26 model/batch configurations, sorted.
+    samples_per_s : ndarray of float64, shape (26, 3)
+        Samples/s on one k80, p100, v100 GPU (steps/s alone x per-GPU batch).
+    per_gpu_batch : ndarray of int64, shape (26,)
+        Batch size in the model string (A3C and CycleGAN: 1).
+    """
+    path = Path(path) if path is not None else gavel_path()
+    if not path.is_file():
+        raise FileNotFoundError(f"Gavel throughputs not found at {path}")
+    data = json.loads(path.read_text())
+    steps = {}
+    for g, gpu in enumerate(GAVEL_TYPES):
+        for key, entry in data[gpu].items():
+            model, n_gpus = ast.literal_eval(key)
+            if n_gpus == 1:
+                steps.setdefault(model, [0.0] * len(GAVEL_TYPES))[g] = float(entry["null"])
+    models = tuple(sorted(steps))
+    per_gpu = []
+    for model in models:
+        m = re.search(r"batch size (\d+)", model)
+        per_gpu.append(int(m.group(1)) if m else 1)
+    per_gpu = np.array(per_gpu, dtype=np.int64)
+    rates = np.array([steps[m] for m in models]) * per_gpu[:, None]
+    return models, rates, per_gpu
+
+
+def _family(model):
+    return model.split(" (")[0]
+
+
+def gavel_problem(seed, n_workers, n_jobs, comm=True, zero_prob=0.15, type_counts=None, path=None):
+    """A type-homogeneous problem (speeds 1) built from the Gavel table.
+
+    Parameters
+    ----------
+    seed : int
+    n_workers, n_jobs : int
+        K (split over k80/p100/v100, each type at least one worker when K >= 3)
+        and S.
+    comm : bool, default True
+        Ring all-reduce over 10 Gbit/s links (1.25e9 B/s); gradient sizes from
+        :data:`GRAD_BYTES`.  False: bandwidth ``inf``.
+    zero_prob : float, default 0.15
+        Probability that a job cannot run on one (random) GPU type -- a model
+        that does not fit it -- kept only when the problem stays feasible.
+    type_counts : sequence of 3 int, optional
+        Fix the cluster instead of drawing it.
+
+    Returns
+    -------
+    Problem
+        Global batch = per-GPU batch x a multiplier in 1..8; iterations
+        log-uniform in [1e3, 1e5].
+
+    Raises
+    ------
+    FileNotFoundError
+        When the Gavel table is absent (tests skip on it).
+    """
+    models, rates, per_gpu = load_gavel(path)
+    rng = np.random.default_rng([seed, 303, n_workers, n_jobs])
+    K, S = int(n_workers), int(n_jobs)
+    if type_counts is None:
+        counts = _split(rng, K, 3) if K >= 3 else np.array([0] * (3 - K) + [1] * K)
+    else:
+        counts = np.asarray(type_counts, dtype=np.int64)
+    pick = rng.integers(len(models), size=S)
+    rho = rates[pick].copy()
+    batch = per_gpu[pick] * rng.integers(1, 9, S)
+    iters = np.round(10.0 ** rng.uniform(3.0, 5.0, S))
+    grad = np.array([GRAD_BYTES[_family(models[j])] for j in pick])
+    bw = BANDWIDTH if comm else math.inf
+    names = [f"{models[j]}#{i}" for i, j in enumerate(pick)]
+    drop = rng.random(S) < zero_prob
+    drop_type = rng.integers(3, size=S)
+    args = dict(grad_bytes=grad, bandwidth=bw, job_names=names, type_names=GAVEL_TYPES)
+    if drop.any():
+        rho2 = rho.copy()
+        rho2[drop, drop_type[drop]] = 0.0
+        try:
+            return Problem(rho2, counts, batch, iters, **args)
+        except InvalidProblemError:
+            pass
+    return Problem(rho, counts, batch, iters, **args)

@@ -1,0 +1,173 @@
+"""Slow, obviously-correct pure-Python references for the kernels (used by the tests).
+
+Each reference follows MODEL.md literally and favours clarity over speed.
+Other sections of this file may be added by other modules' authors.
+"""
+import itertools
+import math
+
+import numpy as np
+
+# =============================================================================
+# Exact methods (hetplace.exact): brute force and type DP
+# =============================================================================
+
+
+def mean_jct_reference(problem, worker_job):
+    """Mean JCT of ``worker_job`` straight from MODEL.md 1.2 (inf if infeasible)."""
+    S = problem.n_jobs
+    total = 0.0
+    for i in range(S):
+        workers = [k for k, j in enumerate(worker_job) if j == i]
+        if not workers:
+            return math.inf
+        X = 0.0
+        for k in workers:
+            r = problem.throughput[i, problem.worker_type[k]] * problem.worker_speed[k]
+            if r <= 0:
+                return math.inf
+            X += r
+        n = len(workers)
+        t_c = problem.batch[i] / X
+        t_m = 0.0
+        if n > 1 and math.isfinite(problem.bandwidth):
+            t_m = 2.0 * (n - 1) / n * problem.grad_bytes[i] / problem.bandwidth
+        total += problem.iterations[i] * (t_c + t_m)
+    return total / S
+
+
+def brute_force_reference(problem):
+    """Best ``(mean_jct, worker_job)`` over all ``(S+1)**K`` assignments (itertools.product)."""
+    best, arg = math.inf, None
+    for assignment in itertools.product(range(-1, problem.n_jobs), repeat=problem.n_workers):
+        value = mean_jct_reference(problem, assignment)
+        if value < best:
+            best, arg = value, np.array(assignment, dtype=np.int64)
+    return best, arg
+
+
+def _count_vectors(type_counts):
+    return itertools.product(*(range(m + 1) for m in type_counts))
+
+
+def type_dp_reference(problem):
+    """Optimal mean JCT over type-count matrices ``y[i, g]`` (all worker speeds 1).
+
+    Plain recursion over jobs with memoisation on the vector of workers still
+    free per type: ``best(i, free) = min_y cost_i(y) + best(i+1, free - y)``.
+    Returns ``(mean_jct, y)`` with ``y`` of shape (S, G).
+    """
+    S, G = problem.n_jobs, problem.n_types
+
+    def cost(i, y):
+        n = sum(y)
+        if n == 0:
+            return math.inf
+        X = 0.0
+        for g in range(G):
+            if y[g]:
+                if problem.throughput[i, g] <= 0:
+                    return math.inf
+                X += y[g] * problem.throughput[i, g]
+        return problem.work[i] / X + problem.comm_time[i, n]
+
+    memo = {}
+
+    def best(i, free):
+        if i == S:
+            return 0.0, ()
+        key = (i, free)
+        if key not in memo:
+            value, plan = math.inf, None
+            for y in _count_vectors(free):
+                c = cost(i, y)
+                if c == math.inf:
+                    continue
+                rest, rest_plan = best(i + 1, tuple(f - v for f, v in zip(free, y)))
+                if c + rest < value:
+                    value, plan = c + rest, (y,) + rest_plan
+            memo[key] = (value, plan)
+        return memo[key]
+
+    total, plan = best(0, tuple(int(m) for m in problem.type_counts))
+    return total / S, np.array(plan, dtype=np.int64)
+
+
+# =============================================================================
+# (end of the exact-methods section)
+# =============================================================================
+
+
+# =============================================================================
+# Categories and counter-based RNG (hetplace.categories): written from the
+# definitions in MODEL.md 2.1 / 2.4, independently of the kernels.
+# =============================================================================
+
+_MASK64 = (1 << 64) - 1
+_GAMMA = 0x9E3779B97F4A7C15
+
+
+def categories_reference(n_workers, n_jobs, exact=True):
+    """All categories as a sorted list of tuples (via cut-point subsets).
+
+    ``exact=True``: the (S-1)-subsets of cut points in {1..K-1};
+    ``exact=False``: the S-subsets of {1..K} (the last cut is the number of
+    workers used).  Sorted lexicographically, i.e. in rank order.
+    """
+    K, S = n_workers, n_jobs
+    cats = []
+    if exact:
+        for cuts in itertools.combinations(range(1, K), S - 1):
+            bounds = (0,) + cuts + (K,)
+            cats.append(tuple(bounds[i + 1] - bounds[i] for i in range(S)))
+    else:
+        for cuts in itertools.combinations(range(1, K + 1), S):
+            bounds = (0,) + cuts
+            cats.append(tuple(bounds[i + 1] - bounds[i] for i in range(S)))
+    return sorted(cats)
+
+
+def splitmix64_reference(x):
+    """SplitMix64 output function, step by step as published."""
+    x = (x + _GAMMA) & _MASK64
+    z = x
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return z ^ (z >> 31)
+
+
+def rand_u64_reference(seed, stream, counter):
+    """The ``counter``-th output of a stateful SplitMix64 generator seeded with
+    ``splitmix64(seed ^ (stream * 0xD1B54A32D192ED03))`` (counter small)."""
+    state = splitmix64_reference(seed ^ ((stream * 0xD1B54A32D192ED03) & _MASK64))
+    out = None
+    for _ in range(counter + 1):
+        out = splitmix64_reference(state)  # output mixes state + gamma ...
+        state = (state + _GAMMA) & _MASK64  # ... then the state advances by gamma
+    return out
+
+
+def algorithm_l_reference(items, n_samples, uniform_open, below):
+    """Algorithm L (Li 1994) over an explicit list, as in the paper's pseudocode.
+
+    ``uniform_open()`` returns the next uniform draw in (0, 1) and
+    ``below(n)`` the next integer in [0, n) from the same counter sequence.
+    Returns the reservoir (slot order).
+    """
+    k = n_samples
+    reservoir = list(items[:k])
+    W = math.exp(math.log(uniform_open()) / k)
+    i = k - 1
+    while True:
+        q = math.log(uniform_open()) / math.log1p(-W)
+        if q >= len(items) - i - 1:
+            break
+        i += math.floor(q) + 1
+        reservoir[below(k)] = items[i]
+        W = W * math.exp(math.log(uniform_open()) / k)
+    return reservoir
+
+
+# =============================================================================
+# (end of the categories section)
+# =============================================================================
