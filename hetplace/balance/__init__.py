@@ -1,0 +1,41 @@
+"""LB-BSP: semi-dynamic batch sizing for heterogeneous, fluctuating workers (MODEL.md section 5).
+
+Public API
+----------
+LoadBalancer(global_batch, n_workers, policy=..., memory_caps=None, min_batch=1, ...)
+    Per-worker batch sizes that sum to the global batch; ``observe(compute_times,
+    **signals)`` at every barrier returns the next iteration's sizes.
+    Policies: "bsp", "static", "naive", "cpu", "gpu", "fl".
+simulate(policy, scenario=None, ...), make_scenario(kind, ...), Scenario, SimulationResult
+    A seeded simulator of non-dedicated clusters scored against the oracle.
+EpochPlan(n_samples, global_batch, seed=0)
+    One shared seeded permutation per epoch sliced by the current sizes.
+largest_remainder(x, total, lower=1, upper=inf)
+    Integer shares proportional to ``x`` summing to ``total`` within bounds.
+equal_finish, optimal_integer_allocation, step_time
+    The piecewise-linear time model and its continuous / exact integer optimum.
+
+The PyTorch integration lives in :mod:`hetplace.torch` (optional extra).
+"""
+
+from ._balancer import POLICIES, PREDICTORS, LoadBalancer
+from ._model import equal_finish, largest_remainder, optimal_integer_allocation, step_time
+from ._sampling import EpochPlan
+from ._simulate import EVENTS, KINDS, Scenario, SimulationResult, make_scenario, simulate
+
+__all__ = [
+    "LoadBalancer",
+    "POLICIES",
+    "PREDICTORS",
+    "simulate",
+    "make_scenario",
+    "Scenario",
+    "SimulationResult",
+    "KINDS",
+    "EVENTS",
+    "EpochPlan",
+    "largest_remainder",
+    "equal_finish",
+    "optimal_integer_allocation",
+    "step_time",
+]
