@@ -171,3 +171,44 @@ def algorithm_l_reference(items, n_samples, uniform_open, below):
 # =============================================================================
 # (end of the categories section)
 # =============================================================================
+
+
+# =============================================================================
+# Polish (local search): slow, obvious neighbourhood scan by full re-evaluation
+# =============================================================================
+
+
+def neighbours_reference(problem, worker_job):
+    """Every placement one move or one swap away from ``worker_job`` (feasible ones only)."""
+    import numpy as np
+
+    wj = np.asarray(worker_job)
+    K, S = problem.n_workers, problem.n_jobs
+    rho = problem.worker_throughput
+    out = []
+    for k in range(K):
+        for b in range(-1, S):
+            if b != wj[k]:
+                cand = wj.copy()
+                cand[k] = b
+                out.append(cand)
+        for l in range(k + 1, K):
+            if wj[k] != wj[l]:
+                cand = wj.copy()
+                cand[k], cand[l] = wj[l], wj[k]
+                out.append(cand)
+    good = []
+    for cand in out:
+        busy = cand >= 0
+        if np.bincount(cand[busy], minlength=S).min() == 0:
+            continue
+        if (rho[cand[busy], np.flatnonzero(busy)] <= 0).any():
+            continue
+        good.append(cand)
+    return good
+
+
+def is_local_optimum_reference(problem, worker_job, rel=1e-9):
+    """No single move or swap lowers the mean JCT by more than ``rel`` (relative)."""
+    here = mean_jct_reference(problem, worker_job)
+    return all(mean_jct_reference(problem, c) >= here * (1 - rel) for c in neighbours_reference(problem, worker_job))
