@@ -49,7 +49,7 @@ def __getattr__(name):
 
         module, attr = _LAZY[name]
         return getattr(importlib.import_module(f".{module}", __name__), attr)
-    if name in ("balance", "data", "categories", "matching", "instances"):
+    if name in ("balance", "data", "categories", "matching", "instances", "bench", "io"):
         import importlib
 
         return importlib.import_module(f".{name}", __name__)

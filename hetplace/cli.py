@@ -1,40 +1,127 @@
-"""Command line: ``hetplace`` / ``python -m hetplace``."""
+"""Command line: ``hetplace`` / ``python -m hetplace``.
+
+Commands
+--------
+``hetplace`` / ``hetplace run``
+    Place the embedded default instance (method ``smp`` unless ``--method``)
+    and print the table and the gap to the exact optimum.
+``hetplace place --cluster cluster.toml --jobs jobs.csv``
+    Place the jobs of a CSV file on the cluster of a TOML file (formats:
+    :mod:`hetplace.io`) and print or write the placement with per-worker shares.
+``hetplace bench``
+    Sweep instance families x sizes x methods x seeds (:mod:`hetplace.bench`)
+    and write CSV, JSON, a Markdown summary and PNG plots.
+
+Exit codes: 0 success, 2 bad input or option (message on stderr), 130 interrupted.
+"""
 
 import argparse
 import json
+import os
+import shlex
 import sys
+from pathlib import Path
 
 __all__ = ["main"]
 
 
+def _time_limit(text):
+    if text.strip().lower() in ("none", "0", "inf"):
+        return None
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds (a positive number) or 'none'; got {text!r}") from None
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds or 'none'; got {text!r}")
+    return v
+
+
+def _positive_int(text):
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer; got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer; got {text!r}")
+    return v
+
+
 def _build_parser():
     from .api import METHODS
+    from .bench import ALL_METHODS, DEFAULT_GAVEL, EXECUTORS
 
+    methods = sorted(METHODS)
     parser = argparse.ArgumentParser(
         prog="hetplace",
         description="Place data-parallel training jobs on a heterogeneous GPU cluster. "
         "With no command, places the embedded default instance and compares with the exact optimum.",
     )
-    sub = parser.add_subparsers(dest="command")
-    run = sub.add_parser("run", help="place the embedded default instance (the default command)")
-    for p in (parser, run):
-        p.add_argument("--method", default=None, choices=sorted(METHODS), help="placement method (default: the best available)")
+
+    def run_options(p):
+        p.add_argument("--method", default=None, choices=methods, help="placement method (default: smp)")
         p.add_argument("--seed", type=int, default=0, help="seed of randomised methods (default 0)")
         p.add_argument("--json", action="store_true", help="print the placement as JSON")
         p.add_argument("--no-exact", action="store_true", help="skip the exact optimum (and the gap)")
+
+    run_options(parser)
+    sub = parser.add_subparsers(dest="command", metavar="{run,place,bench}")
+    run_options(sub.add_parser("run", help="place the embedded default instance (the default command)"))
+
+    pl = sub.add_parser(
+        "place", help="place the jobs of a CSV file on the cluster of a TOML file",
+        description="Place the jobs of JOBS (CSV) on the cluster of CLUSTER (TOML) and print or write the "
+        "placement with per-worker shares. File formats: see examples/cluster.toml, examples/jobs.csv.",
+    )
+    pl.add_argument("--cluster", required=True, metavar="TOML", help="cluster description (types, counts, speeds, bandwidth)")
+    pl.add_argument("--jobs", required=True, metavar="CSV", help="job list (model or throughput_<type>, batch, iterations, grad_bytes)")
+    pl.add_argument("--gavel", metavar="PATH", help="Gavel-format throughputs.json for the model column (overrides the cluster file's gavel)")
+    pl.add_argument("--method", default="auto", choices=methods, help="placement method (default: auto)")
+    pl.add_argument("--seed", type=int, default=0, help="seed of randomised methods (default 0)")
+    pl.add_argument("--json", action="store_true", help="JSON output (also chosen by --out FILE.json)")
+    pl.add_argument("--out", metavar="FILE", help="write the placement to FILE instead of stdout "
+                    "(.json: JSON, .csv: one line per worker, else text)")
+
+    b = sub.add_parser(
+        "bench", help="sweep families x sizes x methods x seeds; write CSV/JSON/PNG",
+        description="Benchmark every method against the exact optimum: wall time, mean JCT, gap (to the "
+        "optimum, or to the best proven bound when the exact solver hits its time limit), fairness and "
+        "worst slowdown, for every instance of the grid. Writes results.csv, results.json, summary.md and "
+        "PNG plots to --out.",
+    )
+    b.add_argument("--quick", action="store_true",
+                   help="small preset (K 8 16 32 64, S 2 4 8, seed 0, exact time limit 5 s): under 2 minutes on 2 cores")
+    b.add_argument("--out", default="bench-out", metavar="DIR", help="output folder (default: bench-out)")
+    b.add_argument("--families", nargs="+", choices=("gavel", "speeds", "synthetic"),
+                   help="instance families (default: all; synthetic only without a Gavel table)")
+    b.add_argument("--K", nargs="+", type=_positive_int, metavar="K", help="worker counts (default 8 16 32 64)")
+    b.add_argument("--S", nargs="+", type=_positive_int, metavar="S", help="job counts (default 2 4 8 16); S > K skipped")
+    b.add_argument("--methods", nargs="+", choices=methods, help=f"methods (default: {' '.join(ALL_METHODS)})")
+    b.add_argument("--seeds", nargs="+", type=int, metavar="SEED", help="instance seeds (default 0 1 2)")
+    b.add_argument("--gavel", metavar="PATH",
+                   help=f"Gavel-format throughputs.json (default: {DEFAULT_GAVEL} when present)")
+    b.add_argument("--exact-time-limit", type=_time_limit, default=argparse.SUPPRESS, metavar="SECONDS",
+                   help="time limit of the exact reference per instance (default 60, quick 5; 'none': no limit)")
+    b.add_argument("--exact-solver", default="scip", choices=("scip", "cp-sat", "highs"), help="MILP solver (default scip)")
+    b.add_argument("--samples", type=_positive_int, help="samples of method smp (default: its own)")
+    b.add_argument("--backend", choices=("auto", "cython", "numba", "python"), help="backend of method smp")
+    b.add_argument("--workers", type=_positive_int, help="parallel worker processes (default: CPU count)")
+    b.add_argument("--executor", default="process", choices=EXECUTORS,
+                   help="process: local process pool (default); serial: in this process; "
+                   "dask: Dask distributed (--dask-address, else a LocalCluster of --workers processes)")
+    b.add_argument("--dask-address", metavar="ADDR", help="Dask scheduler, e.g. tcp://10.0.0.5:8786")
+    b.add_argument("--no-progress", action="store_true", help="no progress bar")
+    b.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     return parser
 
 
-def _default_method():
-    return "smp"
-
-
+# ------------------------------------------------------------------ run
 def _run(args, out):
     from .api import place
     from .data import default_problem
 
     problem = default_problem()
-    method = args.method or _default_method()
+    method = args.method or "smp"
     placement = place(problem, method=method, seed=args.seed)
     exact = None
     if not args.no_exact:
@@ -63,14 +150,157 @@ def _run(args, out):
     return 0
 
 
+# ------------------------------------------------------------------ place
+def _format_workers(placement):
+    p = placement.problem
+    names = [p.job_names[j] if j >= 0 else "(idle)" for j in placement.worker_job]
+    tw = max(4, *(len(t) for t in p.type_names))
+    jw = max(3, *(len(n) for n in names))
+    lines = [f"{'worker':>6}  {'type':<{tw}}  {'speed':>5}  {'job':<{jw}}  {'share':>7}"]
+    for k in range(p.n_workers):
+        lines.append(
+            f"{k:>6}  {p.type_names[p.worker_type[k]]:<{tw}}  {p.worker_speed[k]:>5.3g}  {names[k]:<{jw}}  "
+            f"{int(placement.shares[k]):>7}"
+        )
+    return "\n".join(lines)
+
+
+def _place(args, out):
+    from .api import place
+    from .data import load_gavel
+    from .errors import InvalidOptionError, InvalidProblemError
+    from .io import load_problem, write_placement
+
+    gavel = None
+    if args.gavel is not None:
+        try:
+            gavel = load_gavel(args.gavel)
+        except InvalidProblemError as exc:
+            raise InvalidOptionError(f"--gavel: {exc}") from None
+    problem = load_problem(args.cluster, args.jobs, gavel=gavel)
+    placement = place(problem, method=args.method, seed=args.seed)
+    if args.out is not None:
+        fmt = "json" if args.json else None
+        try:
+            write_placement(placement, args.out, fmt=fmt)
+        except OSError as exc:
+            raise InvalidOptionError(f"--out {args.out!r} cannot be written ({exc.strerror}); pass a writable path.") from None
+        out.write(f"wrote the placement of {problem.n_jobs} jobs on {problem.n_workers} workers to {args.out}\n")
+        return 0
+    if args.json:
+        doc = placement.to_dict()
+        doc["inputs"] = {"cluster": str(args.cluster), "jobs": str(args.jobs), "seed": args.seed}
+        json.dump(doc, out, indent=2)
+        out.write("\n")
+        return 0
+    choice = f" (auto -> {placement.info['auto_choice']})" if "auto_choice" in placement.info else ""
+    out.write(f"{problem!r}\n\n{placement.format_table(workers=False)}\n\n{_format_workers(placement)}\n")
+    out.write(f"method {args.method}{choice}, decision time {placement.info['wall_time'] * 1e3:.2f} ms\n")
+    return 0
+
+
+# ------------------------------------------------------------------ bench
+def _bench(args, out, argv):
+    from . import bench
+    from .errors import InvalidOptionError
+
+    notes = []
+    gavel = args.gavel
+    if gavel is not None:
+        if not Path(gavel).is_file():
+            raise InvalidOptionError(
+                f"--gavel {gavel!r} is not a file; pass the path of a Gavel-format throughputs.json, or omit "
+                "--gavel to use the synthetic family only."
+            )
+    else:
+        gavel = bench.default_gavel_path()
+        if gavel is None:
+            if args.families and any(f in ("gavel", "speeds") for f in args.families):
+                raise InvalidOptionError(
+                    f"families gavel and speeds need a Gavel table, and there is none at {bench.DEFAULT_GAVEL} "
+                    f"(relative to {os.getcwd()}); pass --gavel PATH or --families synthetic."
+                )
+            notes.append(
+                f"no Gavel table at {bench.DEFAULT_GAVEL} (relative to {os.getcwd()}): running the synthetic "
+                "family only; pass --gavel PATH for the gavel and speeds families."
+            )
+    kw = {}
+    for name in ("families", "K", "S", "methods", "seeds"):
+        if getattr(args, name) is not None:
+            kw[name] = tuple(getattr(args, name))
+    if hasattr(args, "exact_time_limit"):
+        kw["exact_time_limit"] = args.exact_time_limit
+    kw["exact_solver"] = args.exact_solver
+    smp = {k: getattr(args, k) for k in ("samples", "backend") if getattr(args, k) is not None}
+    if smp:
+        kw["smp_options"] = smp
+    gavel = None if gavel is None else str(gavel)
+    if args.quick:
+        spec = bench.quick_spec(gavel, **kw)
+    else:
+        kw.setdefault("families", ("gavel", "speeds", "synthetic") if gavel else ("synthetic",))
+        spec = bench.SweepSpec(gavel=gavel, **kw)
+    for note in notes:
+        sys.stderr.write(f"hetplace: note: {note}\n")
+    command = "hetplace " + shlex.join(argv)
+    with bench.make_executor(args.executor, args.workers, args.dask_address) as ex:
+        result = bench.run_sweep(spec, executor=ex, progress=not args.no_progress, command=command)
+        n = args.workers or os.cpu_count()
+        result.meta["executor"] = f"{args.executor} executor" + (
+            f" ({n} worker{'s' if n != 1 else ''})" if args.executor == "process" or
+            (args.executor == "dask" and args.dask_address is None) else
+            f" ({args.dask_address})" if args.executor == "dask" else "")
+    result.meta["notes"] = notes
+    try:
+        paths = result.write(args.out, plots=not args.no_plots)
+    except OSError as exc:
+        raise InvalidOptionError(f"--out {args.out!r} cannot be written ({exc.strerror}); pass a writable folder.") from None
+    out.write(Path(paths["summary"]).read_text(encoding="utf-8"))
+    out.write("\nwrote " + ", ".join(str(p) for k, p in paths.items() if k != "plots_skipped") + "\n")
+    if "plots_skipped" in paths:
+        sys.stderr.write(f"hetplace: note: no plots: {paths['plots_skipped']}\n")
+    if result.errors:
+        e = result.errors[0]
+        sys.stderr.write(
+            f"hetplace: warning: {len(result.errors)} row(s) failed (column 'error'), e.g. {e['method']} on "
+            f"{e['family']} K={e['K']} S={e['S']} seed={e['seed']}: {e['error']}\n"
+        )
+    return 0
+
+
 def main(argv=None, out=None):
-    """Entry point; returns the process exit code."""
+    """Entry point of ``hetplace``.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        Arguments (default ``sys.argv[1:]``).
+    out : file-like, optional
+        Where results go (default ``sys.stdout``); errors go to ``sys.stderr``.
+
+    Returns
+    -------
+    int
+        0 on success, 2 on a bad input file, option or argument (with a message
+        on stderr), 130 when interrupted.
+    """
     from .errors import HetplaceError
 
     out = out or sys.stdout
-    args = _build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
     try:
+        args = _build_parser().parse_args(argv)
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2, message already on stderr)
+        return exc.code if isinstance(exc.code, int) else 2
+    try:
+        if args.command == "place":
+            return _place(args, out)
+        if args.command == "bench":
+            return _bench(args, out, argv)
         return _run(args, out)
     except HetplaceError as exc:
         sys.stderr.write(f"hetplace: error: {exc}\n")
         return 2
+    except KeyboardInterrupt:
+        sys.stderr.write("hetplace: interrupted\n")
+        return 130

@@ -1,0 +1,803 @@
+"""Benchmark sweeps: running time against optimality gap, on any executor.
+
+A sweep runs every placement method on every instance of a grid
+(families x K x S x seeds, built by :mod:`hetplace.instances`) and records,
+for each (instance, method), the wall time, the mean JCT, the gap to the exact
+optimum, Jain's fairness index and the worst slowdown.
+
+The exact reference of an instance (:func:`hetplace.solve_exact`) is computed
+once, in the same task as the methods, and shared by all of them; the
+``"exact"`` method's row IS that reference.  When the reference is not proven
+optimal (a time limit was hit) the gap is taken to its best proven lower bound
+(``mean_jct / bound - 1``, an upper bound on the true gap) and the row says
+``gap_to="bound"``.
+
+Scale-out: one task per instance goes to any ``concurrent.futures``-style
+executor (``submit`` or ``map``): a local process pool by default,
+:class:`SerialExecutor`, or Dask distributed (:func:`make_executor`).  Instances
+are built on the client and shipped as plain data, so workers need hetplace
+installed but no data files.  Every column except the wall times
+(:data:`TIMING_COLUMNS`) is a deterministic function of the instance, so any
+executor gives the same table as a serial run -- provided each reference is
+proven optimal: a time-limited MILP stops wherever the clock finds it, so its
+incumbent and bound (and the ``gap_to="bound"`` rows) can differ between runs.
+"""
+
+import concurrent.futures as cf
+import csv
+import datetime
+import json
+import math
+import multiprocessing
+import os
+import platform
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .errors import HetplaceError, InvalidOptionError, MissingDependencyError
+
+__all__ = [
+    "ExecutorError",
+    "SweepSpec",
+    "SweepResult",
+    "SerialExecutor",
+    "run_sweep",
+    "make_executor",
+    "quick_spec",
+    "default_gavel_path",
+    "summary_markdown",
+    "COLUMNS",
+    "TIMING_COLUMNS",
+    "ALL_METHODS",
+    "DEFAULT_GAVEL",
+    "EXECUTORS",
+]
+
+#: Methods a sweep runs by default (every method of :func:`hetplace.place`).
+ALL_METHODS = ("equal", "random", "greedy", "smp", "auto", "exact")
+#: Gavel table used when none is given, relative to the working directory.
+DEFAULT_GAVEL = Path("..") / "shared" / "data" / "gavel" / "throughputs.json"
+EXECUTORS = ("process", "serial", "dask")
+
+#: Columns of a result row, in output order.
+COLUMNS = (
+    "family", "K", "S", "G", "seed", "method",
+    "wall_time", "mean_jct", "gap", "gap_to", "fairness", "worst_slowdown", "idle_workers", "detail",
+    "ref_method", "ref_solver", "ref_status", "ref_objective", "ref_bound", "ref_wall_time", "error",
+)
+#: Columns that depend on the machine's load (all others are deterministic).
+TIMING_COLUMNS = ("wall_time", "ref_wall_time")
+
+_FAMILIES = ("gavel", "speeds", "synthetic")
+_NEEDS_GAVEL = ("gavel", "speeds")
+
+
+class ExecutorError(HetplaceError, RuntimeError):
+    """The executor could not run a sweep task (a worker died, an environment is missing hetplace, ...).
+
+    Failures of a method or of the exact reference inside a task are not
+    raised: they are recorded in the row's ``error`` column.
+    """
+
+
+def default_gavel_path():
+    """``../shared/data/gavel/throughputs.json`` (relative to the cwd) when it exists, else None."""
+    return DEFAULT_GAVEL if DEFAULT_GAVEL.is_file() else None
+
+
+def _int_tuple(name, values, minimum):
+    if isinstance(values, (int, np.integer)) and not isinstance(values, bool):
+        values = (values,)
+    try:
+        out = tuple(values)
+    except TypeError:
+        raise InvalidOptionError(f"{name} must be a list of integers; got {values!r}.") from None
+    if not out:
+        raise InvalidOptionError(f"{name} must hold at least one value; got an empty list.")
+    for v in out:
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < minimum:
+            raise InvalidOptionError(f"{name} must hold integers >= {minimum}; got {v!r} in {list(out)!r}.")
+    return tuple(int(v) for v in out)
+
+
+def _str_tuple(name, values, choices):
+    if isinstance(values, str):
+        values = (values,)
+    out = tuple(values)
+    if not out:
+        raise InvalidOptionError(f"{name} must hold at least one of {', '.join(map(repr, choices))}; got an empty list.")
+    for v in out:
+        if v not in choices:
+            raise InvalidOptionError(f"{name}: {v!r} is not valid; choose from {', '.join(map(repr, choices))}.")
+    if len(set(out)) != len(out):
+        raise InvalidOptionError(f"{name} lists a value twice: {list(out)!r}.")
+    return out
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """What a sweep runs.
+
+    Parameters
+    ----------
+    families : sequence of {"gavel", "speeds", "synthetic"}
+        Instance families (:mod:`hetplace.instances`); ``gavel`` and ``speeds``
+        need ``gavel``.
+    K, S : sequence of int
+        Worker and job counts; the grid is their product, pairs with S > K skipped.
+    methods : sequence of str
+        Methods of :func:`hetplace.place`; ``"exact"`` reuses the reference.
+    seeds : sequence of int
+        Instance seeds; a method's seed is the instance's seed.
+    gavel : str or path-like, optional
+        Gavel-format ``throughputs.json`` for the ``gavel``/``speeds`` families.
+    exact_method, exact_solver, exact_time_limit
+        Passed to :func:`hetplace.solve_exact` as ``method``, ``solver`` and
+        ``time_limit`` (seconds, None = no limit).
+    smp_options : dict
+        Extra options of ``method="smp"`` (e.g. ``samples``, ``backend``).
+    """
+
+    families: tuple = _FAMILIES
+    K: tuple = (8, 16, 32, 64)
+    S: tuple = (2, 4, 8, 16)
+    methods: tuple = ALL_METHODS
+    seeds: tuple = (0, 1, 2)
+    gavel: object = None
+    exact_method: str = "auto"
+    exact_solver: str = "scip"
+    exact_time_limit: object = 60.0
+    smp_options: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        from .api import METHODS
+        from .exact import METHODS as EXACT_METHODS, SOLVERS
+
+        set_ = object.__setattr__
+        set_(self, "families", _str_tuple("families", self.families, _FAMILIES))
+        set_(self, "methods", _str_tuple("methods", self.methods, tuple(METHODS)))
+        set_(self, "K", _int_tuple("K", self.K, 1))
+        set_(self, "S", _int_tuple("S", self.S, 1))
+        set_(self, "seeds", _int_tuple("seeds", self.seeds, 0))
+        if self.gavel is not None:
+            set_(self, "gavel", str(self.gavel))
+        need = [f for f in self.families if f in _NEEDS_GAVEL]
+        if need and self.gavel is None:
+            raise InvalidOptionError(
+                f"families {need} need a Gavel throughput table; pass gavel=PATH (--gavel PATH) or use "
+                "families=('synthetic',)."
+            )
+        if self.exact_method not in EXACT_METHODS:
+            raise InvalidOptionError(f"exact_method={self.exact_method!r} is not valid; choose one of {EXACT_METHODS}.")
+        if not isinstance(self.exact_solver, str) or self.exact_solver.lower() not in SOLVERS:
+            raise InvalidOptionError(f"exact_solver={self.exact_solver!r} is not valid; choose one of {tuple(SOLVERS)}.")
+        tl = self.exact_time_limit
+        if tl is not None:
+            if isinstance(tl, bool) or not isinstance(tl, (int, float)) or not (math.isfinite(tl) and tl > 0):
+                raise InvalidOptionError(
+                    f"exact_time_limit must be a positive number of seconds or None (no limit); got {tl!r}."
+                )
+            set_(self, "exact_time_limit", float(tl))
+        if not isinstance(self.smp_options, dict):
+            raise InvalidOptionError(f"smp_options must be a dict of place(method='smp') options; got {self.smp_options!r}.")
+        if not self.instances():
+            raise InvalidOptionError(
+                f"the grid K={list(self.K)} x S={list(self.S)} has no pair with S <= K (every job needs a worker)."
+            )
+
+    def instances(self):
+        """Instance keys ``(family, K, S, seed)`` of the grid, in output order."""
+        return [
+            (f, k, s, seed)
+            for f in self.families for k in self.K for s in self.S if s <= k for seed in self.seeds
+        ]
+
+    def to_dict(self):
+        d = asdict(self)
+        for key in ("families", "K", "S", "methods", "seeds"):
+            d[key] = list(d[key])
+        return d
+
+
+def quick_spec(gavel=None, **overrides):
+    """The ``--quick`` preset: K in (8, 16, 32, 64) x S in (2, 4, 8), seed 0, 5 s exact time limit.
+
+    Families: gavel, speeds and synthetic with a Gavel table, else synthetic only.
+    Measured at well under 2 minutes on a 2-core machine (docs/bench.md).
+    """
+    kw = dict(
+        families=_FAMILIES if gavel is not None else ("synthetic",),
+        K=(8, 16, 32, 64), S=(2, 4, 8), seeds=(0,), gavel=gavel, exact_time_limit=5.0,
+    )
+    kw.update(overrides)
+    return SweepSpec(**kw)
+
+
+# ------------------------------------------------------------------ executors
+class SerialExecutor(cf.Executor):
+    """Runs every task at ``submit`` time in the calling process (a ``concurrent.futures.Executor``)."""
+
+    def submit(self, fn, /, *args, **kwargs):
+        fut = cf.Future()
+        try:
+            fut.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # delivered through the future, like other executors
+            fut.set_exception(exc)
+        return fut
+
+
+class _Managed:
+    """Context manager around an executor and whatever must be closed with it."""
+
+    def __init__(self, executor, closers=(), name=""):
+        self.executor, self._closers, self.name = executor, list(closers), name
+
+    def __enter__(self):
+        return self.executor
+
+    def __exit__(self, *exc):
+        for close in self._closers:
+            close()
+        return False
+
+
+def _process_context():
+    # not "fork": a forked child of a process that already ran OpenMP/Numba threads can hang
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+
+
+def make_executor(kind="process", workers=None, address=None):
+    """An executor for :func:`run_sweep`, as a context manager.
+
+    Parameters
+    ----------
+    kind : {"process", "serial", "dask"}
+        ``"process"``: local :class:`concurrent.futures.ProcessPoolExecutor`;
+        ``"serial"``: :class:`SerialExecutor`; ``"dask"``: a Dask distributed
+        client's executor -- connected to ``address`` (e.g.
+        ``"tcp://scheduler:8786"``) or, without one, to a fresh
+        ``LocalCluster(n_workers=workers, threads_per_worker=1)``.
+    workers : int, optional
+        Processes of the local pool or local Dask cluster (default: CPU count).
+    address : str, optional
+        Dask scheduler address (``kind="dask"`` only).
+
+    Returns
+    -------
+    context manager yielding the executor
+
+    Raises
+    ------
+    InvalidOptionError
+        Unknown ``kind``, bad ``workers``, ``address`` without ``kind="dask"``.
+    MissingDependencyError
+        ``kind="dask"`` without ``dask[distributed]`` installed.
+
+    Examples
+    --------
+    >>> with make_executor("dask", address="tcp://10.0.0.5:8786") as ex:  # doctest: +SKIP
+    ...     result = run_sweep(spec, executor=ex)
+    """
+    if kind not in EXECUTORS:
+        raise InvalidOptionError(f"executor={kind!r} is not valid; choose one of {', '.join(map(repr, EXECUTORS))}.")
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise InvalidOptionError(f"workers must be a positive integer; got {workers!r}.")
+    if address is not None and kind != "dask":
+        raise InvalidOptionError(f"a Dask address ({address!r}) needs executor='dask'; got executor={kind!r}.")
+    workers = workers or os.cpu_count() or 1
+    if kind == "serial":
+        return _Managed(SerialExecutor(), name="serial")
+    if kind == "process":
+        pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=_process_context())
+        return _Managed(pool, [lambda: pool.shutdown(wait=True, cancel_futures=True)], name=f"process x{workers}")
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise MissingDependencyError(
+            "executor='dask' needs Dask distributed: pip install \"dask[distributed]\" "
+            "(or pip install \"hetplace[dask]\")."
+        ) from None
+    if address is not None:
+        client = Client(address)
+        closers = [client.close]
+        name = f"dask {address}"
+    else:
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+        client = Client(cluster)
+        closers = [client.close, cluster.close]
+        name = f"dask LocalCluster x{workers}"
+    return _Managed(client.get_executor(pure=False), closers, name=name)
+
+
+# ------------------------------------------------------------------ the task
+_WARM = set()
+
+
+def _warm_up(methods, smp_options):
+    """Run every method once on a tiny instance so JIT/first-call costs stay out of the timings."""
+    key = (tuple(methods), tuple(sorted(smp_options.items())))
+    if key in _WARM:
+        return
+    from .api import place
+    from .exact import solve_exact
+    from .instances import synthetic_instance
+
+    tiny = synthetic_instance(0, 6, 3, n_types=2)
+    for m in methods:
+        if m == "exact":
+            continue
+        try:
+            place(tiny, method=m, seed=0, **(smp_options if m == "smp" else {}))
+        except Exception:  # the real call reports the error
+            pass
+    for em in ("dp", "milp"):  # the reference runs on every instance
+        try:
+            solve_exact(tiny, method=em, time_limit=10)
+        except Exception:
+            pass
+    _WARM.add(key)
+
+
+def _nan(x):
+    return math.nan if x is None else float(x)
+
+
+def _run_instance(payload):
+    """Worker task: reference + every method on one instance; returns its rows (plain data)."""
+    from .api import place
+    from .exact import solve_exact
+    from .problem import Problem
+
+    key = payload["key"]
+    methods = payload["methods"]
+    smp_options = payload["smp_options"]
+    _warm_up(methods, smp_options)
+    problem = Problem.from_dict(payload["problem"])
+    base = dict(family=key[0], K=key[1], S=key[2], G=problem.n_types, seed=key[3])
+
+    t0 = time.perf_counter()
+    try:
+        ref = solve_exact(problem, method=payload["exact_method"], solver=payload["exact_solver"],
+                          time_limit=payload["exact_time_limit"])
+        ref_err = ""
+        ref_cols = dict(
+            ref_method=ref.method, ref_solver=ref.solver, ref_status=ref.status,
+            ref_objective=_nan(ref.objective), ref_bound=_nan(ref.bound), ref_wall_time=ref.wall_time,
+        )
+    except Exception as exc:  # recorded, the sweep goes on
+        ref = None
+        ref_err = f"exact reference failed: {type(exc).__name__}: {exc}"
+        ref_cols = dict(ref_method="", ref_solver="", ref_status="error", ref_objective=math.nan,
+                        ref_bound=math.nan, ref_wall_time=time.perf_counter() - t0)
+
+    def gap_of(mean_jct):
+        if ref is None:
+            return math.nan, ""
+        if ref.status == "optimal":
+            return mean_jct / ref.objective - 1.0, "optimum"
+        if ref.bound is not None and ref.bound > 0:
+            return mean_jct / ref.bound - 1.0, "bound"
+        return math.nan, ""
+
+    rows = []
+    for m in methods:
+        row = dict(base, method=m, error="", detail="")
+        pl = None
+        if m == "exact":
+            wall = ref_cols["ref_wall_time"]
+            if ref is None or ref.placement is None:
+                row["error"] = ref_err or f"exact: {ref.status} ({ref.message})"
+            else:
+                pl = ref.placement
+                row["detail"] = f"{ref.method}/{ref.solver} {ref.status}"
+        else:
+            opts = dict(smp_options) if m == "smp" else {}
+            t = time.perf_counter()
+            try:
+                pl = place(problem, method=m, seed=key[3], **opts)
+            except Exception as exc:  # recorded, the sweep goes on
+                row["error"] = f"{type(exc).__name__}: {exc}"
+            wall = time.perf_counter() - t
+            if pl is not None and "auto_choice" in pl.info:
+                row["detail"] = f"auto -> {pl.info['auto_choice']}"
+        row["wall_time"] = wall
+        if pl is None:
+            row.update(mean_jct=math.nan, gap=math.nan, gap_to="", fairness=math.nan,
+                       worst_slowdown=math.nan, idle_workers=-1)
+        else:
+            gap, gap_to = gap_of(pl.mean_jct)
+            row.update(mean_jct=pl.mean_jct, gap=gap, gap_to=gap_to, fairness=pl.fairness,
+                       worst_slowdown=pl.worst_slowdown, idle_workers=int(np.sum(pl.worker_job < 0)))
+        row.update(ref_cols)
+        if ref_err and not row["error"]:
+            row["error"] = ref_err
+        rows.append({c: row[c] for c in COLUMNS})
+    return rows
+
+
+# ------------------------------------------------------------------ progress
+class _Progress:
+    def __init__(self, total, enabled):
+        self.total, self.done, self.enabled = total, 0, enabled
+        self._bar = None
+        self._t0 = time.perf_counter()
+        if enabled:
+            try:
+                from tqdm.auto import tqdm
+            except ImportError:
+                tqdm = None
+            if tqdm is not None:
+                self._bar = tqdm(total=total, unit="instance", desc="hetplace bench", file=sys.stderr)
+            self._tty = sys.stderr.isatty()
+            self._step = max(1, total // 10)
+
+    def tick(self):
+        self.done += 1
+        if not self.enabled:
+            return
+        if self._bar is not None:
+            self._bar.update(1)
+            return
+        if self._tty or self.done % self._step == 0 or self.done == self.total:
+            msg = f"hetplace bench: {self.done}/{self.total} instances, {time.perf_counter() - self._t0:.0f} s"
+            sys.stderr.write(("\r" + msg) if self._tty else (msg + "\n"))
+            if self._tty and self.done == self.total:
+                sys.stderr.write("\n")
+            sys.stderr.flush()
+
+    def close(self):
+        if self._bar is not None:
+            self._bar.close()
+
+
+def _result(future):
+    try:
+        return future.result()
+    except Exception as exc:
+        raise ExecutorError(
+            f"the executor failed to run a sweep task: {type(exc).__name__}: {exc}. With Dask, hetplace "
+            "(same version) must be importable on the scheduler and on every worker; with a process pool, "
+            "a script that calls run_sweep needs an `if __name__ == \"__main__\":` guard."
+        ) from exc
+
+
+def _execute(executor, payloads, progress):
+    if hasattr(executor, "submit"):
+        futures = [executor.submit(_run_instance, p) for p in payloads]
+        if all(isinstance(f, cf.Future) for f in futures):
+            for f in cf.as_completed(futures):
+                _result(f)
+                progress.tick()
+        else:  # e.g. a dask Client: its futures are not concurrent.futures ones
+            for f in futures:
+                _result(f)
+                progress.tick()
+        return [_result(f) for f in futures]
+    if hasattr(executor, "map"):
+        out = []
+        it = iter(executor.map(_run_instance, payloads))
+        while True:
+            try:
+                r = next(it)
+            except StopIteration:
+                break
+            except Exception as exc:
+                raise ExecutorError(f"the executor failed to run a sweep task: {type(exc).__name__}: {exc}.") from exc
+            out.append(r)
+            progress.tick()
+        return out
+    raise InvalidOptionError(
+        f"executor must have a submit(fn, arg) or map(fn, iterable) method (a concurrent.futures.Executor, "
+        f"a dask Client, ...); got {type(executor).__name__}."
+    )
+
+
+# ------------------------------------------------------------------ results
+class SweepResult:
+    """Rows of a sweep plus what produced them.
+
+    Attributes
+    ----------
+    rows : list of dict
+        One per (instance, method), keys :data:`COLUMNS`, in spec order.
+    spec : SweepSpec
+    meta : dict
+        Executor, wall time, machine, versions, notes.
+    """
+
+    def __init__(self, rows, spec, meta):
+        self.rows, self.spec, self.meta = rows, spec, meta
+
+    def comparable(self):
+        """Rows without :data:`TIMING_COLUMNS` (NaN -> None), for comparing two runs."""
+        return [
+            {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items() if k not in TIMING_COLUMNS}
+            for r in self.rows
+        ]
+
+    @property
+    def errors(self):
+        """Rows whose method or reference failed."""
+        return [r for r in self.rows if r["error"]]
+
+    def write(self, out_dir, plots=True):
+        """Write ``results.csv``, ``results.json``, ``summary.md`` and (with matplotlib) the PNG plots.
+
+        Returns
+        -------
+        dict
+            ``{kind: path}`` of every file written; ``"plots_skipped"`` holds the
+            reason when plots were requested but matplotlib is missing.
+        """
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        paths = {}
+        p = out / "results.csv"
+        with open(p, "w", newline="", encoding="utf-8") as f:
+            w = csv.writer(f)
+            w.writerow(COLUMNS)
+            for r in self.rows:
+                w.writerow(["" if (isinstance(r[c], float) and math.isnan(r[c])) else
+                            (repr(r[c]) if isinstance(r[c], float) else r[c]) for c in COLUMNS])
+        paths["csv"] = p
+        p = out / "results.json"
+        doc = {"meta": self.meta, "spec": self.spec.to_dict(), "columns": list(COLUMNS),
+               "rows": [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()}
+                        for r in self.rows]}
+        p.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+        paths["json"] = p
+        p = out / "summary.md"
+        p.write_text(summary_markdown(self), encoding="utf-8")
+        paths["summary"] = p
+        if plots:
+            try:
+                paths.update(_plot(self, out))
+            except MissingDependencyError as exc:
+                paths["plots_skipped"] = str(exc)
+        return paths
+
+
+def _fmt_time(t):
+    if not math.isfinite(t):
+        return "-"
+    if t < 1e-3:
+        return f"{t * 1e6:.0f} µs"
+    if t < 1:
+        return f"{t * 1e3:.3g} ms"
+    return f"{t:.3g} s"
+
+
+def _cell(rows):
+    ok = [r for r in rows if not r["error"] or math.isfinite(r["gap"])]
+    if not ok:
+        return "error"
+    gaps = [r["gap"] for r in ok if math.isfinite(r["gap"])]
+    t = float(np.median([r["wall_time"] for r in ok]))
+    star = "*" if any(r["gap_to"] == "bound" for r in ok) else ""
+    g = f"{100 * float(np.mean(gaps)):.2f} %{star}" if gaps else "-"
+    return f"{g} / {_fmt_time(t)}"
+
+
+def summary_markdown(result):
+    """Markdown summary of a sweep: mean gap / median wall time per method, by size and by family."""
+    rows, spec, meta = result.rows, result.spec, result.meta
+    methods = list(spec.methods)
+    lines = [
+        "# hetplace bench",
+        "",
+        f"Command: `{meta.get('command', 'run_sweep(...)')}`  ",
+        f"{meta['n_instances']} instances x {len(methods)} methods on {meta['executor']}, "
+        f"{meta['wall_time']:.1f} s in all; {meta['machine']}; {meta['date']}.  ",
+        f"Exact reference: solve_exact(method={spec.exact_method!r}, solver={spec.exact_solver!r}, "
+        f"time_limit={spec.exact_time_limit}).",
+        "",
+        "Cells: mean gap to the exact optimum / median decision time. "
+        "`*`: some instances of the cell were not solved to optimality within the time limit, "
+        "so their gap is to the best proven lower bound (an upper bound on the true gap); "
+        "the `exact` column then shows the solver's remaining gap.",
+        "",
+    ]
+    for note in meta.get("notes", []):
+        lines += [f"Note: {note}", ""]
+
+    for title, keyf, label in (
+        ("By size (all families and seeds)", lambda r: (r["K"], r["S"]), "K x S"),
+        ("By family and K (all S and seeds)", lambda r: (r["family"], r["K"]), "family, K"),
+        ("By family (all sizes and seeds)", lambda r: (r["family"],), "family"),
+    ):
+        groups = {}
+        for r in rows:
+            groups.setdefault(keyf(r), {}).setdefault(r["method"], []).append(r)
+        lines += [f"## {title}", "", f"| {label} | " + " | ".join(methods) + " |",
+                  "|---" * (len(methods) + 1) + "|"]
+        for gk in sorted(groups, key=lambda g: tuple((0, x) if isinstance(x, int) else (1, _FAMILIES.index(x)) for x in g)):
+            name = (", " if isinstance(gk[0], str) else " x ").join(str(x) for x in gk)
+            lines.append(f"| {name} | " + " | ".join(_cell(groups[gk].get(m, [])) for m in methods) + " |")
+        lines.append("")
+    errs = result.errors
+    if errs:
+        lines += [f"{len(errs)} row(s) failed, e.g. {errs[0]['method']} on {errs[0]['family']} "
+                  f"K={errs[0]['K']} S={errs[0]['S']}: {errs[0]['error']}", ""]
+    return "\n".join(lines)
+
+
+_COLORS = {"equal": "#8c8c8c", "random": "#bcbd22", "greedy": "#ff7f0e", "smp": "#1f77b4",
+           "auto": "#2ca02c", "exact": "#d62728"}
+
+
+_STYLES = {"gavel": "-", "speeds": "--", "synthetic": ":"}
+_MARKERS = {"gavel": "o", "speeds": "s", "synthetic": "^"}
+
+
+def _plot(result, out):
+    try:
+        from matplotlib.figure import Figure
+        from matplotlib.lines import Line2D
+    except ImportError:
+        raise MissingDependencyError("PNG plots need matplotlib: pip install matplotlib") from None
+    rows = [r for r in result.rows if math.isfinite(r["wall_time"])]
+    methods = list(result.spec.methods)
+    families = [f for f in result.spec.families if any(r["family"] == f for r in rows)]
+    paths = {}
+
+    def legends(ax, with_styles):
+        handles = [Line2D([], [], color=_COLORS.get(m), marker="o", ls="", ms=4, label=m) for m in methods]
+        first = ax.legend(handles=handles, fontsize=6, loc="upper left", title="method", title_fontsize=6)
+        if len(families) > 1:
+            ax.add_artist(first)
+            fam = [Line2D([], [], color="k", ls=_STYLES[f] if with_styles else "", marker=None if with_styles
+                          else _MARKERS[f], ms=4, mfc="none", label=f) for f in families]
+            ax.legend(handles=fam, fontsize=6, loc="lower right", title="family", title_fontsize=6)
+
+    def gap_panel(ax):
+        top = 0.0
+        for m in methods:
+            for f in families:
+                for kind, hollow in (("optimum", False), ("bound", True)):
+                    pts = [(r["wall_time"], max(0.0, 100 * r["gap"])) for r in rows
+                           if r["method"] == m and r["family"] == f and r["gap_to"] == kind and math.isfinite(r["gap"])]
+                    if pts:
+                        x, y = zip(*pts)
+                        top = max(top, max(y))
+                        c = _COLORS.get(m)
+                        ax.scatter(x, y, s=16, alpha=0.75, marker=_MARKERS[f], edgecolors=c,
+                                   facecolors="none" if hollow else c, linewidths=0.8)
+        ax.set_xscale("log")
+        ax.set_yscale("symlog", linthresh=0.1)
+        ax.set_ylim(0, max(1.0, top) * 2)
+        ax.set_xlabel("decision time (s)")
+        ax.set_ylabel("gap (%)")
+        ax.set_title("gap vs decision time (hollow: gap to proven bound)", fontsize=8)
+        legends(ax, with_styles=False)
+        ax.grid(alpha=0.3)
+
+    def time_panel(ax, dim):
+        for m in methods:
+            for f in families:
+                sel = [r for r in rows if r["method"] == m and r["family"] == f]
+                xs = sorted({r[dim] for r in sel})
+                ys = [float(np.median([r["wall_time"] for r in sel if r[dim] == x])) for x in xs]
+                if xs:
+                    ax.plot(xs, ys, ls=_STYLES[f], marker="o", ms=2.5, lw=1, color=_COLORS.get(m))
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("workers K" if dim == "K" else "jobs S")
+        ax.set_ylabel("median decision time (s)")
+        other = "S" if dim == "K" else "K"
+        ax.set_title(f"decision time vs {dim} (median over {other} and seeds)", fontsize=8)
+        legends(ax, with_styles=True)
+        ax.grid(alpha=0.3)
+
+    for name, draw in (("gap_vs_time", gap_panel), ("time_vs_K", lambda ax: time_panel(ax, "K")),
+                       ("time_vs_S", lambda ax: time_panel(ax, "S"))):
+        fig = Figure(figsize=(5.5, 4), dpi=90, layout="constrained")
+        draw(fig.add_subplot())
+        p = out / f"{name}.png"
+        fig.savefig(p)
+        paths[name] = p
+    fig = Figure(figsize=(14, 4.2), dpi=72, layout="constrained")
+    axes = fig.subplots(1, 3)
+    gap_panel(axes[0])
+    time_panel(axes[1], "K")
+    time_panel(axes[2], "S")
+    p = out / "summary.png"
+    fig.savefig(p)
+    paths["summary_png"] = p
+    return paths
+
+
+# ------------------------------------------------------------------ driver
+def _build_payloads(spec):
+    from .data import load_gavel
+    from .instances import make_instance
+
+    table = load_gavel(spec.gavel) if any(f in _NEEDS_GAVEL for f in spec.families) else None
+    payloads = []
+    for key in spec.instances():
+        family, K, S, seed = key
+        problem = make_instance(family, seed, K, S, table)
+        payloads.append(dict(
+            key=key, problem=problem.to_dict(), methods=list(spec.methods), smp_options=dict(spec.smp_options),
+            exact_method=spec.exact_method, exact_solver=spec.exact_solver, exact_time_limit=spec.exact_time_limit,
+        ))
+    return payloads
+
+
+def _cost(payload):
+    family, K, S, _ = payload["key"]
+    return (payload["problem"]["worker_speed"] is not None, K * S)
+
+
+def run_sweep(spec, executor=None, *, workers=None, progress=False, command=None):
+    """Run a sweep.
+
+    Parameters
+    ----------
+    spec : SweepSpec
+    executor : concurrent.futures.Executor-like, optional
+        Anything with ``submit(fn, arg)`` (returning futures with ``result()``)
+        or ``map(fn, iterable)``: a ``ProcessPoolExecutor``,
+        :class:`SerialExecutor`, ``distributed.Client(...).get_executor()``, a
+        ``distributed.Client``, ...  Default: a local process pool of
+        ``workers`` processes, closed on return.
+    workers : int, optional
+        Size of the default pool (default: CPU count).
+    progress : bool
+        Progress bar on stderr (tqdm when installed, else a counter).
+    command : str, optional
+        Recorded in ``meta["command"]``.
+
+    Returns
+    -------
+    SweepResult
+        Rows in spec order whatever the completion order.
+
+    Notes
+    -----
+    Instances are built here and shipped as ``Problem.to_dict()``; each task
+    warms the methods up once per process (so JIT compilation and imports are
+    not timed), solves the exact reference, then times each method with
+    ``time.perf_counter`` around :func:`hetplace.place`.  Tasks are submitted
+    most expensive first (per-worker speeds, then large K x S) to shorten the
+    makespan.
+
+    The default pool starts workers with ``forkserver`` (``spawn`` where that
+    is unavailable), never ``fork``: a forked child of a process that already
+    ran OpenMP or Numba threads can hang.  A script calling ``run_sweep``
+    with the default pool therefore needs an ``if __name__ == "__main__":``
+    guard.
+    """
+    if not isinstance(spec, SweepSpec):
+        raise InvalidOptionError(f"spec must be a hetplace.bench.SweepSpec; got {type(spec).__name__}.")
+    payloads = _build_payloads(spec)
+    order = sorted(range(len(payloads)), key=lambda j: _cost(payloads[j]), reverse=True)
+    managed = make_executor("process", workers) if executor is None else None
+    bar = _Progress(len(payloads), progress)
+    t0 = time.perf_counter()
+    try:
+        ex = managed.executor if managed is not None else executor
+        results = _execute(ex, [payloads[j] for j in order], bar)
+    finally:
+        bar.close()
+        if managed is not None:
+            managed.__exit__(None, None, None)
+    wall = time.perf_counter() - t0
+    by_index = dict(zip(order, results))
+    rows = [row for j in range(len(payloads)) for row in by_index[j]]
+    name = getattr(managed, "name", None) or type(executor).__name__
+    meta = dict(
+        command=command or "run_sweep(...)", executor=name, wall_time=wall, n_instances=len(payloads),
+        machine=f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
+        date=datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), notes=[],
+    )
+    try:
+        from . import __version__
+        meta["hetplace"] = __version__
+    except ImportError:  # pragma: no cover
+        pass
+    return SweepResult(rows, spec, meta)

@@ -1,0 +1,635 @@
+"""File inputs and outputs: cluster TOML, job CSV, placements.
+
+A cluster file (TOML) describes the workers::
+
+    gavel = "throughputs.json"        # optional: Gavel-format table (relative to this file)
+
+    [cluster]
+    bandwidth = "10Gbit/s"            # bytes/s as a number, a string with a unit, or "inf"
+
+    [[types]]
+    name = "k80"
+    count = 4
+    speeds = [1.0, 1.0, 0.6, 0.6]     # optional: available fraction of each worker, in (0, 1]
+
+A job file (CSV, one job per line after the header) describes the jobs:
+
+=====================  ==========================================================
+column                 meaning
+=====================  ==========================================================
+``name``               optional label (default ``job<i>``)
+``model``              a Gavel model string, e.g. ``ResNet-50 (batch size 64)``;
+                       needs ``gavel`` in the cluster file (or ``gavel=`` here)
+``throughput_<type>``  samples/s of the job on ONE worker of ``<type>``; 0 = the
+                       job cannot run there.  Overrides the Gavel value when both
+                       are given; required for every type when ``model`` is blank
+``batch``              global batch (samples per iteration), positive integer
+``iterations``         iterations still to run, > 0
+``grad_bytes``         optional gradient bytes per iteration (``100e6``,
+                       ``"100MB"``); blank = the model family's default when
+                       ``model`` is given, else 0 (no communication)
+=====================  ==========================================================
+
+Every problem with a file is reported as :class:`InputFileError` (an
+:class:`~hetplace.errors.InvalidProblemError`) whose message names the file,
+the line or field, and the fix.
+"""
+
+import csv
+import io as _io
+import json
+import math
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+
+from .errors import InvalidOptionError, InvalidProblemError, MissingDependencyError
+from .problem import Problem
+
+__all__ = [
+    "InputFileError",
+    "ClusterSpec",
+    "read_cluster",
+    "read_jobs",
+    "load_problem",
+    "write_cluster",
+    "write_jobs",
+    "write_placement",
+    "parse_bandwidth",
+    "parse_bytes",
+]
+
+
+class InputFileError(InvalidProblemError):
+    """A cluster or job file cannot be read; the message names file, line/field and fix.
+
+    Attributes
+    ----------
+    path : str
+    line : int or None
+        1-based line number (CSV lines, TOML syntax errors).
+    field : str or None
+        Column (CSV) or key path (TOML) at fault.
+    """
+
+    def __init__(self, path, problem, fix, line=None, field=None):
+        self.path, self.line, self.field = str(path), line, field
+        where = str(path)
+        if line is not None:
+            where += f", line {line}"
+        if field is not None:
+            where += f", {field}"
+        super().__init__(f"{where}: {problem} Fix: {fix}")
+
+
+def _toml():
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        try:
+            import tomli as tomllib
+        except ModuleNotFoundError:
+            raise MissingDependencyError(
+                "reading cluster TOML files on Python 3.10 needs tomli: pip install tomli "
+                "(Python 3.11+ has tomllib built in)."
+            ) from None
+    return tomllib
+
+
+# ------------------------------------------------------------------ quantities
+_RATE_UNITS = {
+    "b/s": 1.0, "kb/s": 1e3, "mb/s": 1e6, "gb/s": 1e9, "tb/s": 1e12,
+    "bit/s": 1 / 8, "kbit/s": 1e3 / 8, "mbit/s": 1e6 / 8, "gbit/s": 1e9 / 8, "tbit/s": 1e12 / 8,
+    "bps": 1 / 8, "kbps": 1e3 / 8, "mbps": 1e6 / 8, "gbps": 1e9 / 8, "tbps": 1e12 / 8,
+}
+_BYTE_UNITS = {
+    "b": 1.0, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
+    "kib": 2.0**10, "mib": 2.0**20, "gib": 2.0**30, "tib": 2.0**40,
+}
+_QUANTITY = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([A-Za-z/]*)\s*$")
+
+
+def _quantity(text, units, default_unit):
+    """``text`` (number or ``"<number> <unit>"``) in base units, or None when malformed."""
+    if isinstance(text, bool):
+        return None
+    if isinstance(text, (int, float)):
+        return float(text)
+    m = _QUANTITY.match(str(text))
+    if not m:
+        return None
+    unit = (m.group(2) or default_unit).lower()
+    if unit not in units:
+        return None
+    return float(m.group(1)) * units[unit]
+
+
+def parse_bandwidth(value):
+    """Bandwidth in bytes/s from a number or a string such as ``"10Gbit/s"``, ``"1.25 GB/s"`` or ``"inf"``.
+
+    Raises
+    ------
+    InvalidProblemError
+        Malformed value, unknown unit, or not positive.
+    """
+    if isinstance(value, str) and value.strip().lower() in ("inf", "infinity", "none", "off"):
+        return math.inf
+    bw = _quantity(value, _RATE_UNITS, "b/s")
+    if bw is None or not bw > 0 or math.isnan(bw):
+        raise InvalidProblemError(
+            f"bandwidth must be a positive number of bytes/s, a string such as \"10Gbit/s\" or "
+            f"\"1.25GB/s\" (units: B/s, KB/s, MB/s, GB/s, bit/s, Kbit/s, Mbit/s, Gbit/s, Gbps), "
+            f"or \"inf\" (no communication); got {value!r}."
+        )
+    return bw
+
+
+def parse_bytes(value):
+    """Bytes from a number or a string such as ``"100MB"``, ``"250 MiB"`` (None when malformed)."""
+    return _quantity(value, _BYTE_UNITS, "b")
+
+
+# ------------------------------------------------------------------ cluster
+class ClusterSpec:
+    """A cluster read from TOML.
+
+    Attributes
+    ----------
+    path : pathlib.Path or None
+    type_names : list of str, length G
+    type_counts : list of int, length G
+    worker_speed : ndarray of float64, shape (K,), or None
+        Per-worker available speed (None: all 1).
+    bandwidth : float
+        Bytes/s per worker link (``inf``: no communication).
+    gavel : pathlib.Path or None
+        Gavel table named by the file, resolved against the file's folder.
+    """
+
+    def __init__(self, type_names, type_counts, worker_speed=None, bandwidth=math.inf, gavel=None, path=None):
+        self.type_names = list(type_names)
+        self.type_counts = [int(c) for c in type_counts]
+        self.worker_speed = None if worker_speed is None else np.asarray(worker_speed, dtype=np.float64)
+        self.bandwidth = float(bandwidth)
+        self.gavel = None if gavel is None else Path(gavel)
+        self.path = None if path is None else Path(path)
+
+    @property
+    def n_workers(self):
+        return sum(self.type_counts)
+
+    def __repr__(self):
+        return (
+            f"ClusterSpec(types={dict(zip(self.type_names, self.type_counts))}, "
+            f"bandwidth={self.bandwidth:.4g}, per_worker_speeds={self.worker_speed is not None})"
+        )
+
+
+_TYPE_KEYS = ("name", "count", "speeds")
+_CLUSTER_KEYS = ("bandwidth", "gavel")
+_TOP_KEYS = ("cluster", "types", "gavel")
+
+
+def _is_number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def read_cluster(path):
+    """Read a cluster TOML file (format in the module docstring).
+
+    Parameters
+    ----------
+    path : str or path-like
+
+    Returns
+    -------
+    ClusterSpec
+
+    Raises
+    ------
+    InputFileError
+        Missing file, malformed TOML (with its line), unknown keys, missing or
+        ill-typed fields -- the message names the field and the fix.
+    MissingDependencyError
+        Python 3.10 without ``tomli``.
+    """
+    path = Path(path)
+    tomllib = _toml()
+    try:
+        text = path.read_bytes()
+    except FileNotFoundError:
+        raise InputFileError(path, "the cluster file does not exist.", "pass the path of a cluster TOML file "
+                             "(see examples/cluster.toml).") from None
+    except OSError as exc:
+        raise InputFileError(path, f"cannot read the cluster file ({exc.strerror}).", "check the path and permissions.") from None
+    try:
+        doc = tomllib.loads(text.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise InputFileError(path, "the cluster file is not UTF-8 text.", "save it as UTF-8 TOML.") from None
+    except tomllib.TOMLDecodeError as exc:
+        m = re.search(r"line (\d+)", str(exc))
+        raise InputFileError(
+            path, f"malformed TOML ({exc}).",
+            "write key = value pairs, strings in double quotes, a [cluster] table and one [[types]] "
+            "table per GPU type (see examples/cluster.toml).",
+            line=int(m.group(1)) if m else None,
+        ) from None
+
+    for key in doc:
+        if key not in _TOP_KEYS:
+            raise InputFileError(path, f"unknown top-level key {key!r}.",
+                                 f"use only {', '.join(_TOP_KEYS)} (types go in [[types]] tables).", field=key)
+    cluster = doc.get("cluster", {})
+    if not isinstance(cluster, dict):
+        raise InputFileError(path, "'cluster' must be a table.", "write it as a [cluster] section.", field="cluster")
+    for key in cluster:
+        if key not in _CLUSTER_KEYS:
+            raise InputFileError(path, f"unknown key {key!r} in [cluster].",
+                                 f"use only {', '.join(_CLUSTER_KEYS)}.", field=f"cluster.{key}")
+
+    bandwidth = math.inf
+    if "bandwidth" in cluster:
+        try:
+            bandwidth = parse_bandwidth(cluster["bandwidth"])
+        except InvalidProblemError as exc:
+            raise InputFileError(path, str(exc), "e.g. bandwidth = \"10Gbit/s\" or bandwidth = 1.25e9.",
+                                 field="cluster.bandwidth") from None
+
+    gavel = None
+    if "gavel" in doc and "gavel" in cluster:
+        raise InputFileError(path, "gavel is given twice (top level and [cluster]).", "keep one of them.", field="gavel")
+    raw_gavel = doc.get("gavel", cluster.get("gavel"))
+    if raw_gavel is not None:
+        field = "gavel" if "gavel" in doc else "cluster.gavel"
+        if not isinstance(raw_gavel, str) or not raw_gavel.strip():
+            raise InputFileError(path, f"gavel must be a path string; got {raw_gavel!r}.",
+                                 "write gavel = \"path/to/throughputs.json\".", field=field)
+        gavel = Path(raw_gavel).expanduser()
+        if not gavel.is_absolute():
+            gavel = Path(os.path.normpath(path.parent / gavel))
+
+    types = doc.get("types")
+    if types is None:
+        raise InputFileError(path, "no GPU types are defined.",
+                             "add one [[types]] table per GPU type with name = \"...\" and count = N.", field="types")
+    if not isinstance(types, list) or not types or not all(isinstance(t, dict) for t in types):
+        raise InputFileError(path, "'types' must be an array of tables.",
+                             "write one [[types]] section per GPU type (double brackets).", field="types")
+    names, counts, speeds = [], [], []
+    any_speed = False
+    for j, t in enumerate(types):
+        label = f"[[types]] #{j + 1}" + (f" ({t['name']})" if isinstance(t.get("name"), str) else "")
+        for key in t:
+            if key not in _TYPE_KEYS:
+                raise InputFileError(path, f"unknown key {key!r}.", f"use only {', '.join(_TYPE_KEYS)}.",
+                                     field=f"{label}, key {key!r}")
+        name = t.get("name")
+        if not isinstance(name, str) or not name.strip() or not re.fullmatch(r"[A-Za-z0-9_.\-]+", name.strip()):
+            raise InputFileError(path, f"name must be a non-empty string of letters, digits, '_', '-' or '.'; got {name!r}.",
+                                 "write e.g. name = \"v100\".", field=f"{label}, key 'name'")
+        name = name.strip()
+        if name in names:
+            raise InputFileError(path, f"GPU type {name!r} is defined twice.",
+                                 "merge the two [[types]] tables (add their counts).", field=f"{label}, key 'name'")
+        count = t.get("count")
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            raise InputFileError(path, f"count must be a non-negative integer; got {count!r}.",
+                                 "write e.g. count = 4 (no quotes).", field=f"{label}, key 'count'")
+        sp = t.get("speeds")
+        if sp is None:
+            sp = [1.0] * count
+        else:
+            any_speed = True
+            if not isinstance(sp, list) or not all(_is_number(v) for v in sp):
+                raise InputFileError(path, f"speeds must be a list of numbers; got {sp!r}.",
+                                     f"write e.g. speeds = [{', '.join(['1.0'] * min(count, 3))}{', ...' if count > 3 else ''}]"
+                                     " (one per worker).", field=f"{label}, key 'speeds'")
+            if len(sp) != count:
+                raise InputFileError(path, f"speeds has {len(sp)} entries but count = {count}.",
+                                     "give one speed per worker of this type, or drop speeds (all 1).",
+                                     field=f"{label}, key 'speeds'")
+            bad = [v for v in sp if not (0 < v <= 1) or math.isnan(v)]
+            if bad:
+                raise InputFileError(path, f"speeds must lie in (0, 1]; got {bad[0]!r}.",
+                                     "give each worker's available fraction of its nominal speed "
+                                     "(divide by the fastest worker's speed).", field=f"{label}, key 'speeds'")
+        names.append(name)
+        counts.append(count)
+        speeds.extend(float(v) for v in sp)
+    if sum(counts) == 0:
+        raise InputFileError(path, "the cluster has no workers (every count is 0).",
+                             "give at least one type a positive count.", field="types")
+    return ClusterSpec(names, counts, speeds if any_speed else None, bandwidth, gavel, path)
+
+
+# ------------------------------------------------------------------ jobs
+_BASE_COLUMNS = ("name", "model", "batch", "iterations", "grad_bytes")
+
+
+def _number(text, path, line, column, what, fix):
+    try:
+        v = float(text)
+    except ValueError:
+        raise InputFileError(path, f"{text!r} is not a number ({what}).", fix, line=line,
+                             field=f"column {column!r}") from None
+    if not math.isfinite(v):
+        raise InputFileError(path, f"{text!r} is not a finite number ({what}).", fix, line=line,
+                             field=f"column {column!r}")
+    return v
+
+
+def read_jobs(path, cluster, gavel=None):
+    """Read a job CSV file against ``cluster`` (format in the module docstring).
+
+    Parameters
+    ----------
+    path : str or path-like
+    cluster : ClusterSpec
+        Fixes the GPU types the ``throughput_<type>`` columns may name.
+    gavel : GavelTable or path-like, optional
+        Table for the ``model`` column; default ``cluster.gavel``.
+
+    Returns
+    -------
+    dict
+        ``throughput`` (S, G) float64, ``batch`` (S,) int64, ``iterations``
+        (S,) float64, ``grad_bytes`` (S,) float64, ``job_names`` list of str.
+
+    Raises
+    ------
+    InputFileError
+        Missing/unknown columns, unknown GPU types or model names, empty or
+        non-numeric cells, no jobs -- naming the line and column.
+    """
+    from .data import DEFAULT_GRAD_BYTES, GavelTable, load_gavel
+
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise InputFileError(path, "the job file does not exist.",
+                             "pass the path of a job CSV file (see examples/jobs.csv).") from None
+    except UnicodeDecodeError:
+        raise InputFileError(path, "the job file is not UTF-8 text.", "save it as UTF-8 CSV.") from None
+    except OSError as exc:
+        raise InputFileError(path, f"cannot read the job file ({exc.strerror}).", "check the path and permissions.") from None
+
+    reader = csv.reader(_io.StringIO(text, newline=""))
+    header = None
+    for row in reader:
+        if row and any(c.strip() for c in row) and not row[0].lstrip().startswith("#"):
+            header = [c.strip() for c in row]
+            break
+    if header is None:
+        raise InputFileError(path, "the job file is empty.",
+                             "write a header line such as name,model,batch,iterations,grad_bytes and one line per job.")
+    header_line = reader.line_num
+    types = cluster.type_names
+    col = {}
+    for j, name in enumerate(header):
+        key = name.lower()
+        if not key:
+            raise InputFileError(path, f"header column {j + 1} is empty.", "name every column or delete the empty one.",
+                                 line=header_line)
+        if key in col:
+            raise InputFileError(path, f"column {name!r} appears twice.", "keep one of them.", line=header_line)
+        if key.startswith("throughput_"):
+            t = name[len("throughput_"):]
+            if t not in types:
+                hint = [x for x in types if x.lower() == t.lower()]
+                raise InputFileError(
+                    path, f"column {name!r} names the unknown GPU type {t!r}; "
+                    f"{cluster.path or 'the cluster'} defines {', '.join(types)}.",
+                    f"rename it to throughput_{hint[0]}." if hint else
+                    f"rename it to one of {', '.join('throughput_' + x for x in types)} or add a "
+                    f"[[types]] table named {t!r} to the cluster file.",
+                    line=header_line, field=f"column {name!r}")
+            col[f"throughput_{t}"] = j
+        elif key in _BASE_COLUMNS:
+            col[key] = j
+        else:
+            raise InputFileError(
+                path, f"unknown column {name!r}.",
+                f"use only {', '.join(_BASE_COLUMNS)} and throughput_<type> with a type of the cluster "
+                f"({', '.join(types)}).", line=header_line, field=f"column {name!r}")
+    missing = [c for c in ("batch", "iterations") if c not in col]
+    tp_cols = [f"throughput_{t}" for t in types if f"throughput_{t}" in col]
+    if not tp_cols and "model" not in col:
+        missing.append("model or throughput_<type>")
+    if missing:
+        raise InputFileError(
+            path, f"missing column(s) {', '.join(missing)} (header: {', '.join(header)}).",
+            "the header needs batch, iterations, and either model (a Gavel model string) or one "
+            f"throughput_<type> column per GPU type ({', '.join('throughput_' + t for t in types)}).",
+            line=header_line)
+
+    table = gavel if gavel is not None else cluster.gavel
+    rho, batch, iters, grad, names = [], [], [], [], []
+    for row in reader:
+        line = reader.line_num
+        if not row or not any(c.strip() for c in row) or row[0].lstrip().startswith("#"):
+            continue
+        if len(row) != len(header):
+            raise InputFileError(path, f"the line has {len(row)} cells but the header has {len(header)}.",
+                                 "give every line one cell per header column (leave optional ones empty; "
+                                 "quote cells that contain commas).", line=line)
+
+        def cell(name):
+            return row[col[name]].strip() if name in col else ""
+
+        i = len(names)
+        name = cell("name") or f"job{i}"
+        if name in names:
+            raise InputFileError(path, f"job name {name!r} is used twice.", "give every job its own name.",
+                                 line=line, field="column 'name'")
+        model = cell("model")
+        r = np.full(len(types), np.nan)
+        for g, t in enumerate(types):
+            c = f"throughput_{t}"
+            if cell(c):
+                v = _number(cell(c), path, line, c, "samples/s on one worker",
+                            "write samples/s of the job on ONE worker of this type (0 = cannot run there).")
+                if v < 0:
+                    raise InputFileError(path, f"throughput {v!r} is negative.",
+                                         "write samples/s >= 0 (0 = the job cannot run on this type).",
+                                         line=line, field=f"column {c!r}")
+                r[g] = v
+        if model:
+            if table is None:
+                raise InputFileError(
+                    path, f"model {model!r} needs a Gavel throughput table, and none is given.",
+                    "add gavel = \"path/to/throughputs.json\" to the cluster file (or pass --gavel PATH), "
+                    "or give throughput_<type> columns instead of model.", line=line, field="column 'model'")
+            if not isinstance(table, GavelTable):
+                try:
+                    table = load_gavel(table)
+                except InvalidProblemError as exc:
+                    raise InputFileError(cluster.path or path, f"the Gavel table cannot be read: {exc}",
+                                         "fix the gavel path in the cluster file (relative paths are "
+                                         "relative to that file).", field="gavel") from None
+            if model not in table.models:
+                close = [m for m in table.models if table.family(m).lower() == table.family(model).lower()]
+                raise InputFileError(
+                    path, f"unknown model {model!r} (not in {table.path}).",
+                    f"use one of {', '.join(repr(m) for m in close)}." if close else
+                    f"use a model string of the table, e.g. {table.models[0]!r} "
+                    f"(all: {', '.join(table.models)}).", line=line, field="column 'model'")
+            for g, t in enumerate(types):
+                if np.isnan(r[g]):
+                    if t not in table.types:
+                        raise InputFileError(
+                            path, f"GPU type {t!r} (from {cluster.path or 'the cluster'}) has no throughputs in "
+                            f"{table.path} (it has {', '.join(table.types)}).",
+                            f"add a throughput_{t} column for this job, or rename the type in the cluster file.",
+                            line=line, field="column 'model'")
+                    r[g] = table.samples_per_second(model, t)
+        else:
+            blank = [f"throughput_{t}" for g, t in enumerate(types) if np.isnan(r[g])]
+            if blank:
+                raise InputFileError(
+                    path, f"no model and no value for {', '.join(blank)}.",
+                    "give a throughput for every GPU type (0 = cannot run there), or a Gavel model string.",
+                    line=line, field=f"column {blank[0]!r}")
+        b_text = cell("batch")
+        if not b_text:
+            raise InputFileError(path, "batch is empty.", "write the global batch (samples per iteration), e.g. 256.",
+                                 line=line, field="column 'batch'")
+        b = _number(b_text, path, line, "batch", "global batch", "write a positive whole number of samples, e.g. 256.")
+        if b <= 0 or b != round(b):
+            raise InputFileError(path, f"batch must be a positive whole number; got {b_text!r}.",
+                                 "write a positive whole number of samples, e.g. 256.", line=line, field="column 'batch'")
+        t_text = cell("iterations")
+        if not t_text:
+            raise InputFileError(path, "iterations is empty.", "write the iterations the job still has to run, e.g. 20000.",
+                                 line=line, field="column 'iterations'")
+        it = _number(t_text, path, line, "iterations", "iterations to run", "write a positive number, e.g. 20000.")
+        if it <= 0:
+            raise InputFileError(path, f"iterations must be > 0; got {t_text!r}.", "write a positive number, e.g. 20000.",
+                                 line=line, field="column 'iterations'")
+        g_text = cell("grad_bytes")
+        if g_text:
+            gb = parse_bytes(g_text)
+            if gb is None or not math.isfinite(gb) or gb < 0:
+                raise InputFileError(path, f"{g_text!r} is not a byte count (gradient size).",
+                                     "write bytes >= 0 as a number (100e6) or with a unit (100MB, 250MiB), or leave it empty.",
+                                     line=line, field="column 'grad_bytes'")
+        elif model:
+            gb = DEFAULT_GRAD_BYTES.get(table.family(model).split(" ")[0], 50e6)
+        else:
+            gb = 0.0
+        rho.append(r)
+        batch.append(int(b))
+        iters.append(it)
+        grad.append(gb)
+        names.append(name)
+    if not names:
+        raise InputFileError(path, "the job file has a header but no jobs.", "add one line per job below the header.")
+    return {
+        "throughput": np.array(rho, dtype=np.float64),
+        "batch": np.array(batch, dtype=np.int64),
+        "iterations": np.array(iters, dtype=np.float64),
+        "grad_bytes": np.array(grad, dtype=np.float64),
+        "job_names": names,
+    }
+
+
+def load_problem(cluster, jobs, gavel=None):
+    """Build a :class:`~hetplace.Problem` from a cluster TOML and a job CSV.
+
+    Parameters
+    ----------
+    cluster : str, path-like or ClusterSpec
+    jobs : str or path-like
+    gavel : GavelTable or path-like, optional
+        Overrides the cluster file's ``gavel``.
+
+    Returns
+    -------
+    Problem
+
+    Raises
+    ------
+    InputFileError
+        Any problem with the files, or a problem the files describe that has
+        no feasible placement (message prefixed by both file names).
+    """
+    spec = cluster if isinstance(cluster, ClusterSpec) else read_cluster(cluster)
+    data = read_jobs(jobs, spec, gavel=gavel)
+    try:
+        return Problem(
+            data["throughput"], spec.type_counts, data["batch"], data["iterations"],
+            grad_bytes=data["grad_bytes"], bandwidth=spec.bandwidth, worker_speed=spec.worker_speed,
+            job_names=data["job_names"], type_names=spec.type_names,
+        )
+    except InvalidProblemError as exc:
+        raise InputFileError(
+            f"{spec.path or 'cluster'} + {jobs}", f"the jobs cannot be placed on this cluster: {exc}",
+            "add workers (count in [[types]]) or remove jobs; every job needs one worker of a type it can run on.",
+        ) from None
+
+
+# ------------------------------------------------------------------ writers
+def _toml_str(s):
+    return json.dumps(str(s))  # a JSON string is a valid TOML basic string
+
+
+def write_cluster(path, problem, gavel=None):
+    """Write the cluster of ``problem`` as TOML (readable by :func:`read_cluster`)."""
+    lines = []
+    if gavel is not None:
+        lines.append(f"gavel = {_toml_str(gavel)}")
+        lines.append("")
+    lines.append("[cluster]")
+    bw = problem.bandwidth
+    lines.append(f"bandwidth = {_toml_str('inf') if not math.isfinite(bw) else repr(float(bw))}  # bytes/s")
+    start = 0
+    for name, count in zip(problem.type_names, problem.type_counts.tolist()):
+        lines += ["", "[[types]]", f"name = {_toml_str(name)}", f"count = {count}"]
+        if not problem.uniform_speed:
+            sp = problem.worker_speed[start:start + count]
+            lines.append("speeds = [" + ", ".join(repr(float(v)) for v in sp) + "]")
+        start += count
+    Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def write_jobs(path, problem):
+    """Write the jobs of ``problem`` as CSV with ``throughput_<type>`` columns (readable by :func:`read_jobs`)."""
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["name", *(f"throughput_{t}" for t in problem.type_names), "batch", "iterations", "grad_bytes"])
+        for i in range(problem.n_jobs):
+            w.writerow([
+                problem.job_names[i], *(repr(float(v)) for v in problem.throughput[i]),
+                int(problem.batch[i]), repr(float(problem.iterations[i])), repr(float(problem.grad_bytes[i])),
+            ])
+
+
+def write_placement(placement, path, fmt=None):
+    """Write a placement to ``path``.
+
+    Parameters
+    ----------
+    placement : Placement
+    path : str or path-like
+    fmt : {"json", "csv", "text"}, optional
+        Default from the suffix: ``.json`` -> JSON (:meth:`Placement.to_dict`),
+        ``.csv`` -> one line per worker (worker, type, speed, job, share),
+        anything else -> the text table.
+    """
+    path = Path(path)
+    if fmt is None:
+        fmt = {".json": "json", ".csv": "csv"}.get(path.suffix.lower(), "text")
+    if fmt not in ("json", "csv", "text"):
+        raise InvalidOptionError(f"fmt={fmt!r} is not valid; choose one of 'json', 'csv', 'text'.")
+    if fmt == "json":
+        path.write_text(json.dumps(placement.to_dict(), indent=2) + "\n", encoding="utf-8")
+    elif fmt == "csv":
+        with open(path, "w", newline="", encoding="utf-8") as f:
+            w = csv.writer(f)
+            w.writerow(["worker", "type", "speed", "job", "share"])
+            for d in placement.to_dict()["workers"]:
+                w.writerow([d["worker"], d["type"], repr(d["speed"]), "" if d["job"] is None else d["job"], d["share"]])
+    else:
+        path.write_text(placement.format_table(workers=True) + "\n", encoding="utf-8")

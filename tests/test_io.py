@@ -1,0 +1,289 @@
+"""Cluster TOML / job CSV readers and writers (hetplace.io)."""
+import builtins
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hetplace import Problem
+from hetplace.errors import InvalidProblemError, MissingDependencyError
+from hetplace.instances import synthetic_instance
+from hetplace.io import (
+    InputFileError,
+    load_problem,
+    parse_bandwidth,
+    parse_bytes,
+    read_cluster,
+    read_jobs,
+    write_cluster,
+    write_jobs,
+    write_placement,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = Path(__file__).resolve().parent / "data"
+EXAMPLES = ROOT / "examples"
+GAVEL = Path(__file__).resolve().parents[2] / "shared/data/gavel/throughputs.json"
+needs_gavel = pytest.mark.skipif(not GAVEL.is_file(), reason=f"Gavel throughputs not found at {GAVEL}")
+
+
+# ---------------------------------------------------------------- examples
+def test_example_files_give_the_documented_problem():
+    p = load_problem(EXAMPLES / "cluster.toml", EXAMPLES / "jobs.csv")
+    assert p.type_names == ("k80", "p100", "v100")
+    assert p.type_counts.tolist() == [4, 6, 6]
+    assert p.bandwidth == 1.25e9  # "10Gbit/s"
+    assert p.worker_speed.tolist() == [1.0, 1.0, 0.7, 0.5] + [1.0] * 12
+    assert p.job_names == ("resnet50", "transformer", "lm", "recsys", "cyclegan")
+    assert p.throughput[4].tolist() == [0.0, 2.4, 4.4]
+    assert p.batch.tolist() == [256, 128, 80, 4096, 4]
+    assert p.grad_bytes.tolist() == [100e6, 250e6, 80e6, 50e6, 45e6]
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (1.25e9, 1.25e9), (10, 10.0), ("10Gbit/s", 1.25e9), ("10 Gbps", 1.25e9), ("1.25GB/s", 1.25e9),
+        ("100 Mbit/s", 12.5e6), ("800", 800.0), ("inf", math.inf), ("off", math.inf),
+    ],
+)
+def test_parse_bandwidth(text, expected):
+    assert parse_bandwidth(text) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("text", ["10 parsecs", "-1", 0, "fast", True, "1e9 Gbit/s/s"])
+def test_parse_bandwidth_rejects(text):
+    with pytest.raises(InvalidProblemError, match="bandwidth must be a positive number"):
+        parse_bandwidth(text)
+
+
+@pytest.mark.parametrize("text, expected", [("100MB", 1e8), ("250 MiB", 250 * 2**20), ("45e6", 45e6), ("7", 7.0)])
+def test_parse_bytes(text, expected):
+    assert parse_bytes(text) == expected
+
+
+def test_parse_bytes_malformed_is_none():
+    assert parse_bytes("lots") is None and parse_bytes("10 parsecs") is None
+
+
+# ---------------------------------------------------------------- round trip
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("speeds", [False, True])
+def test_write_then_read_round_trips_exactly(tmp_path, seed, speeds):
+    p = synthetic_instance(seed, 9, 4)
+    if speeds:
+        p = p.with_worker_speed(np.random.default_rng(seed).uniform(0.3, 1.0, 9))
+    write_cluster(tmp_path / "c.toml", p)
+    write_jobs(tmp_path / "j.csv", p)
+    q = load_problem(tmp_path / "c.toml", tmp_path / "j.csv")
+    assert q.to_dict() == p.to_dict()
+
+
+def test_round_trip_without_communication(tmp_path):
+    p = Problem([[1.5, 2.0]], [1, 2], [8], [10.0], job_names=["only"], type_names=["a", "b"])
+    write_cluster(tmp_path / "c.toml", p)
+    write_jobs(tmp_path / "j.csv", p)
+    assert load_problem(tmp_path / "c.toml", tmp_path / "j.csv").to_dict() == p.to_dict()
+
+
+@pytest.mark.parametrize("suffix, first", [(".json", "{"), (".csv", "worker,type,speed,job,share"), (".txt", "job")])
+def test_write_placement_formats(tmp_path, suffix, first):
+    from hetplace import place
+
+    p = load_problem(EXAMPLES / "cluster.toml", EXAMPLES / "jobs.csv")
+    pl = place(p, method="greedy")
+    write_placement(pl, tmp_path / f"out{suffix}")
+    text = (tmp_path / f"out{suffix}").read_text()
+    assert text.startswith(first)
+    if suffix == ".csv":
+        lines = text.strip().splitlines()[1:]
+        assert len(lines) == p.n_workers
+        shares = {}
+        for line in lines:
+            _, _, _, job, share = line.split(",")
+            shares[job] = shares.get(job, 0) + int(share)
+        assert shares == dict(zip(p.job_names, p.batch.tolist()))
+
+
+# ---------------------------------------------------------------- gavel jobs
+@needs_gavel
+def test_gavel_models_with_override_and_default_gradient():
+    from hetplace.data import DEFAULT_GRAD_BYTES, load_gavel
+
+    table = load_gavel(GAVEL)
+    p = load_problem(DATA / "cluster_gavel.toml", DATA / "jobs_gavel.csv")
+    assert p.job_names == ("resnet", "gan", "lm")
+    for g, t in enumerate(p.type_names):
+        assert p.throughput[0, g] == table.samples_per_second("ResNet-50 (batch size 64)", t)
+    assert p.throughput[1, 0] == 0.0  # throughput_k80 = 0 overrides the table (out of memory)
+    assert p.throughput[1, 1] == table.samples_per_second("CycleGAN", "p100")
+    assert p.grad_bytes.tolist() == [DEFAULT_GRAD_BYTES["ResNet-50"], 45e6, 80e6]
+
+
+@needs_gavel
+def test_gavel_argument_overrides_cluster_file():
+    spec = read_cluster(EXAMPLES / "cluster.toml")
+    assert spec.gavel is None
+    data = read_jobs(DATA / "jobs_gavel.csv", spec, gavel=GAVEL)
+    assert data["throughput"].shape == (3, 3)
+
+
+def test_gavel_path_is_relative_to_the_cluster_file():
+    spec = read_cluster(DATA / "cluster_gavel.toml")
+    assert spec.gavel == GAVEL  # normalised, not resolved against the cwd
+
+
+# ---------------------------------------------------------------- bad files
+# Each: (cluster, jobs, fragments the message must contain).  Messages name
+# the file, the line or field, and the fix.
+BAD = {
+    "malformed_toml": ("cluster_malformed.toml", None, ["cluster_malformed.toml, line 5", "malformed TOML", "Fix:"]),
+    "unknown_key": ("cluster_unknown_key.toml", None, ["[[types]] #1 (k80), key 'cnt'", "use only name, count, speeds"]),
+    "speeds_length": ("cluster_bad_speeds.toml", None, ["key 'speeds'", "2 entries but count = 4"]),
+    "bandwidth_unit": ("cluster_bad_bandwidth.toml", None, ["cluster.bandwidth", "'10 parsecs'", "\"10Gbit/s\""]),
+    "no_types": ("cluster_no_types.toml", None, ["cluster_no_types.toml, types", "[[types]]"]),
+    "count_string": ("cluster_count_string.toml", None, ["key 'count'", "got '4'", "no quotes"]),
+    "missing_column": (None, "jobs_missing_column.csv", ["jobs_missing_column.csv, line 1", "missing column(s) iterations"]),
+    "unknown_type": (None, "jobs_unknown_type.csv",
+                     ["jobs_unknown_type.csv, line 1, column 'throughput_a100'", "unknown GPU type 'a100'",
+                      "throughput_k80, throughput_p100, throughput_v100"]),
+    "non_numeric": (None, "jobs_non_numeric.csv", ["jobs_non_numeric.csv, line 3, column 'batch'", "'lots' is not a number"]),
+    "blank_cell": (None, "jobs_blank_throughput.csv", ["line 2, column 'throughput_p100'", "no model and no value"]),
+    "ragged": (None, "jobs_ragged.csv", ["jobs_ragged.csv, line 3", "5 cells but the header has 6"]),
+    "model_without_table": (None, "jobs_unknown_model.csv", ["line 2, column 'model'", "needs a Gavel throughput table",
+                                                             "gavel ="]),
+    "infeasible": ("cluster_small.toml", "jobs_too_many.csv",
+                   ["cluster_small.toml + ", "jobs_too_many.csv", "5 jobs", "4 workers"]),
+}
+
+
+def _paths(cluster, jobs):
+    return (DATA / cluster if cluster else EXAMPLES / "cluster.toml"), (DATA / jobs if jobs else EXAMPLES / "jobs.csv")
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_files_name_file_field_and_fix(case):
+    cluster, jobs, fragments = BAD[case]
+    with pytest.raises(InputFileError) as info:
+        load_problem(*_paths(cluster, jobs))
+    msg = str(info.value)
+    assert isinstance(info.value, InvalidProblemError) and isinstance(info.value, ValueError)
+    assert "Fix:" in msg
+    for frag in fragments:
+        assert frag in msg, (frag, msg)
+
+
+@needs_gavel
+def test_unknown_model_suggests_the_family():
+    with pytest.raises(InputFileError) as info:
+        load_problem(DATA / "cluster_gavel.toml", DATA / "jobs_unknown_model.csv")
+    msg = str(info.value)
+    assert "line 3, column 'model'" in msg and "unknown model 'ResNet-50 (batch size 48)'" in msg
+    assert "'ResNet-50 (batch size 64)'" in msg
+    assert info.value.line == 3 and info.value.field == "column 'model'"
+
+
+@needs_gavel
+def test_cluster_type_missing_from_gavel_table():
+    with pytest.raises(InputFileError, match=r"GPU type 'a100' .* has no throughputs .* add a throughput_a100 column"):
+        load_problem(DATA / "cluster_gavel_a100.toml", DATA / "jobs_unknown_model.csv")
+
+
+def test_missing_files(tmp_path):
+    with pytest.raises(InputFileError, match=r"nope\.toml: the cluster file does not exist"):
+        read_cluster(tmp_path / "nope.toml")
+    spec = read_cluster(EXAMPLES / "cluster.toml")
+    with pytest.raises(InputFileError, match=r"nope\.csv: the job file does not exist"):
+        read_jobs(tmp_path / "nope.csv", spec)
+
+
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ("", "the job file is empty"),
+        ("name,batch,iterations,throughput_k80,throughput_p100,throughput_v100\n", "header but no jobs"),
+        ("name,batch,iterations,colour\n", "unknown column 'colour'"),
+        ("name,batch,batch,iterations\n", "column 'batch' appears twice"),
+        ("batch,iterations,throughput_K80\n1,1,1\n", "rename it to throughput_k80"),
+        ("name,throughput_k80,throughput_p100,throughput_v100,batch,iterations\na,1,1,1,2.5,10\n",
+         "batch must be a positive whole number"),
+        ("name,throughput_k80,throughput_p100,throughput_v100,batch,iterations\na,1,1,1,2,-3\n", "iterations must be > 0"),
+        ("name,throughput_k80,throughput_p100,throughput_v100,batch,iterations\na,1,-1,1,2,3\n", "is negative"),
+        ("name,throughput_k80,throughput_p100,throughput_v100,batch,iterations\na,1,nan,1,2,3\n", "not a finite number"),
+        ("name,throughput_k80,throughput_p100,throughput_v100,batch,iterations,grad_bytes\na,1,1,1,2,3,big\n",
+         "is not a byte count"),
+        ("name,throughput_k80,throughput_p100,throughput_v100,batch,iterations\na,1,1,1,2,3\na,1,1,1,2,3\n",
+         "job name 'a' is used twice"),
+    ],
+)
+def test_bad_csv_cells(tmp_path, text, fragment):
+    f = tmp_path / "jobs.csv"
+    f.write_text(text)
+    with pytest.raises(InputFileError, match="Fix:") as info:
+        read_jobs(f, read_cluster(EXAMPLES / "cluster.toml"))
+    assert fragment in str(info.value)
+    assert str(f) in str(info.value)
+
+
+def test_csv_comments_blank_lines_and_default_names(tmp_path):
+    f = tmp_path / "jobs.csv"
+    f.write_text("# my jobs\n\nthroughput_k80,throughput_p100,throughput_v100,batch,iterations\n"
+                 "1,2,3,4,5\n\n# later\n1,2,3,4,5\n")
+    data = read_jobs(f, read_cluster(EXAMPLES / "cluster.toml"))
+    assert data["job_names"] == ["job0", "job1"]
+    assert data["grad_bytes"].tolist() == [0.0, 0.0]
+
+
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ("[[types]]\nname = \"a\"\ncount = 0\n", "no workers"),
+        ("[[types]]\nname = \"a\"\ncount = 1\n[[types]]\nname = \"a\"\ncount = 1\n", "defined twice"),
+        ("[[types]]\nname = \"a b\"\ncount = 1\n", "key 'name'"),
+        ("[[types]]\nname = \"a\"\ncount = 2\nspeeds = [1.0, 1.5]\n", "speeds must lie in (0, 1]"),
+        ("[[types]]\nname = \"a\"\ncount = 1\nspeeds = [\"fast\"]\n", "speeds must be a list of numbers"),
+        ("types = 3\n", "'types' must be an array of tables"),
+        ("nodes = 3\n[[types]]\nname = \"a\"\ncount = 1\n", "unknown top-level key 'nodes'"),
+        ("[cluster]\nlinks = 3\n[[types]]\nname = \"a\"\ncount = 1\n", "unknown key 'links' in [cluster]"),
+        ("gavel = 3\n[[types]]\nname = \"a\"\ncount = 1\n", "gavel must be a path string"),
+    ],
+)
+def test_bad_toml_fields(tmp_path, text, fragment):
+    f = tmp_path / "cluster.toml"
+    f.write_text(text)
+    with pytest.raises(InputFileError, match="Fix:") as info:
+        read_cluster(f)
+    assert fragment in str(info.value) and str(f) in str(info.value)
+
+
+def test_gavel_key_inside_cluster_table_is_accepted(tmp_path):
+    f = tmp_path / "cluster.toml"
+    f.write_text("[cluster]\ngavel = \"t.json\"\n[[types]]\nname = \"a\"\ncount = 1\n")
+    assert read_cluster(f).gavel == tmp_path / "t.json"
+
+
+def _block_import(monkeypatch, *names):
+    real = builtins.__import__
+
+    def fake(name, *args, **kwargs):
+        if name in names:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", fake)
+
+
+def test_tomli_fallback_on_python_310(monkeypatch):
+    tomllib = pytest.importorskip("tomllib")
+
+    _block_import(monkeypatch, "tomllib")
+    monkeypatch.setitem(sys.modules, "tomli", tomllib)  # stands in for the tomli package
+    assert read_cluster(EXAMPLES / "cluster.toml").type_counts == [4, 6, 6]
+
+
+def test_no_toml_parser_says_how_to_install(monkeypatch):
+    _block_import(monkeypatch, "tomllib", "tomli")
+    with pytest.raises(MissingDependencyError, match="pip install tomli"):
+        read_cluster(EXAMPLES / "cluster.toml")
