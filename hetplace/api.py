@@ -18,7 +18,7 @@ METHODS = {
     "greedy": (),
     "exact": ("exact_method", "solver", "time_limit", "threads"),
     "auto": ("latency_budget",),
-    "smp": ("samples", "sampling", "matching", "polish", "fairness_tol", "max_rounds", "spread", "backend", "threads"),
+    "smp": ("samples", "sampling", "matching", "polish", "polish_top", "fairness_tol", "max_rounds", "spread", "backend", "threads"),
 }
 
 

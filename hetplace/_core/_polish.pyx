@@ -1,5 +1,6 @@
 # Local-search polish, Cython twin of _polish_nb.py (same operations, same order).
 # Kernel: inputs are trusted (validated by the public layer); no bounds checks.
+from libc.stdint cimport int64_t
 from libc.stdlib cimport malloc, calloc, free
 cimport numpy as cnp
 
@@ -11,7 +12,7 @@ cdef inline double _job_cost(const double[::1] work, const double[:, ::1] comm,
     return work[i] / X + comm[i, n]
 
 
-cdef inline void _recompute(const double[:, ::1] rho, long long[::1] worker_job,
+cdef inline void _recompute(const double[:, ::1] rho, int64_t[::1] worker_job,
                             double* X, long long* n, Py_ssize_t i) noexcept nogil:
     cdef double s = 0.0
     cdef long long c = 0
@@ -25,8 +26,8 @@ cdef inline void _recompute(const double[:, ::1] rho, long long[::1] worker_job,
 
 
 cdef long long polish_nogil(const double[:, ::1] rho, const double[::1] work,
-                            const double[:, ::1] comm, const long long[::1] worker_type,
-                            bint uniform, long long[::1] worker_job,
+                            const double[:, ::1] comm, const int64_t[::1] worker_type,
+                            bint uniform, int64_t[::1] worker_job,
                             long long max_steps) noexcept nogil:
     """Best-improvement move/swap descent; returns steps taken, or -1 when out of memory."""
     cdef Py_ssize_t S = rho.shape[0], K = rho.shape[1]
@@ -143,8 +144,8 @@ cdef long long polish_nogil(const double[:, ::1] rho, const double[::1] work,
 
 
 def polish(const double[:, ::1] rho, const double[::1] work, const double[:, ::1] comm,
-           const long long[::1] worker_type, const double[::1] speed, bint uniform,
-           long long[::1] worker_job, long long max_steps):
+           const int64_t[::1] worker_type, const double[::1] speed, bint uniform,
+           int64_t[::1] worker_job, long long max_steps):
     """Python entry of :func:`polish_nogil` (same signature as the Numba kernel)."""
     cdef long long steps
     with nogil:

@@ -1,0 +1,177 @@
+"""SMP benchmarks: decision latency against the exact methods, and the quality table.
+
+Run (from the repository root)::
+
+    pytest benchmarks/bench_smp.py --benchmark-columns=median,min,max -s
+    HETPLACE_QUALITY_N=100 pytest benchmarks/bench_smp.py -k quality -s   # the issue's table
+
+Timed calls get instances built outside the timer, kernels warmed up first, and
+results checked afterwards.  ``test_quality_table`` is not timed: it prints the
+gap table (mean / worst gap to the exact optimum per variant) and writes it to
+``bench-out/smp_quality.json``.
+"""
+
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import hetplace as hp
+from hetplace.exact import solve_exact
+from hetplace.instances import gavel_instance, speeds_instance, synthetic_instance
+from hetplace.smp import _cython_available
+
+GAVEL = Path(__file__).resolve().parents[2] / "shared" / "data" / "gavel" / "throughputs.json"
+CI = os.environ.get("CI", "") not in ("", "0", "false")
+QUALITY_N = int(os.environ.get("HETPLACE_QUALITY_N", "12" if CI else "100"))
+BACKENDS = ["numba"] + (["cython"] if _cython_available() else [])
+
+
+def _gavel():
+    if not GAVEL.exists():
+        pytest.skip(f"Gavel throughputs not found at {GAVEL}")
+    return GAVEL
+
+
+@pytest.fixture(scope="module")
+def k64():
+    p = gavel_instance(123, 64, 8, _gavel())
+    for b in BACKENDS:
+        hp.place(p, method="smp", seed=0, backend=b)  # JIT warm-up / cache load
+    opt = solve_exact(p, method="dp")
+    return p, opt
+
+
+@pytest.mark.benchmark(group="decision K=64 S=8")
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_smp_latency(benchmark, k64, backend):
+    p, opt = k64
+    pl = benchmark(hp.place, p, method="smp", seed=1, backend=backend)
+    gap = pl.mean_jct / opt.objective - 1
+    benchmark.extra_info.update(gap=gap)
+    assert gap < 0.0204
+
+
+@pytest.mark.benchmark(group="decision K=64 S=8")
+def test_greedy_latency(benchmark, k64):
+    p, opt = k64
+    pl = benchmark(hp.place, p, method="greedy")
+    benchmark.extra_info.update(gap=pl.mean_jct / opt.objective - 1)
+
+
+@pytest.mark.benchmark(group="decision K=64 S=8")
+def test_dp_latency(benchmark, k64):
+    p, opt = k64
+    res = benchmark.pedantic(solve_exact, args=(p,), kwargs=dict(method="dp"), rounds=3, iterations=1)
+    assert res.status == "optimal" and res.objective == opt.objective
+
+
+@pytest.mark.benchmark(group="decision K=64 S=8")
+def test_milp_latency(benchmark, k64):
+    p, opt = k64
+    limit = 30.0 if CI else 600.0
+    res = benchmark.pedantic(solve_exact, args=(p,), kwargs=dict(method="milp", time_limit=limit), rounds=1, iterations=1)
+    benchmark.extra_info.update(status=res.status, gap=res.gap)
+    assert res.objective >= opt.objective * (1 - 1e-9)
+
+
+def test_speed_ratios(k64, capsys):
+    """SMP median vs DP and MILP, measured side by side (printed; asserted only loosely)."""
+    p, opt = k64
+    reps = 5 if CI else 30
+    out = {}
+    for b in BACKENDS:
+        ts = []
+        for j in range(reps):
+            t = time.perf_counter()
+            hp.place(p, method="smp", seed=j, backend=b)
+            ts.append(time.perf_counter() - t)
+        out[f"smp[{b}]"] = float(np.median(ts))
+    ts = []
+    for _ in range(3):
+        t = time.perf_counter()
+        solve_exact(p, method="dp")
+        ts.append(time.perf_counter() - t)
+    out["dp"] = float(np.median(ts))
+    t = time.perf_counter()
+    milp = solve_exact(p, method="milp", time_limit=30.0 if CI else 1800.0)
+    out["milp"] = time.perf_counter() - t
+    out["milp_status"] = milp.status
+    with capsys.disabled():
+        print("\nK=64 S=8 median decision time (s):", json.dumps(out))
+        for b in BACKENDS:
+            print(f"  smp[{b}]: {out['dp'] / out[f'smp[{b}]']:.1f}x below DP, "
+                  f"{out['milp'] / out[f'smp[{b}]']:.0f}x below MILP ({milp.status})")
+    for b in BACKENDS:
+        assert out[f"smp[{b}]"] < out["dp"]
+
+
+@pytest.mark.benchmark(group="scale")
+@pytest.mark.parametrize("K,S", [(4096, 256)] + ([] if CI else [(16384, 1024)]))
+def test_scale(benchmark, K, S):
+    p = gavel_instance(7, K, S, _gavel())
+    hp.place(gavel_instance(7, 64, 8, _gavel()), method="smp", seed=0)
+    pl = benchmark.pedantic(hp.place, args=(p,), kwargs=dict(method="smp", seed=1), rounds=1, iterations=1)
+    assert hp.is_feasible(p, pl.worker_job)
+    benchmark.extra_info.update(mean_jct=pl.mean_jct)
+
+
+VARIANTS = {
+    "smp (default)": dict(method="smp"),
+    "smp uniform": dict(method="smp", sampling="uniform"),
+    "smp ordinal": dict(method="smp", matching="ordinal"),
+    "smp no polish": dict(method="smp", polish=False),
+    "smp uniform, no polish": dict(method="smp", sampling="uniform", polish=False),
+    "greedy": dict(method="greedy"),
+    "equal": dict(method="equal"),
+}
+
+
+def _quality_instances(n):
+    """(family, problem, exact result) for n seeded instances per family."""
+    out = []
+    for seed in range(n):
+        rng = np.random.default_rng(seed)
+        K = int(rng.choice([8, 16, 24, 32, 48, 64]))
+        S = int(rng.integers(2, min(12, K) + 1))
+        p = gavel_instance(seed, K, S, _gavel())
+        out.append(("gavel", p, solve_exact(p, method="dp")))
+    for seed in range(max(2, n // 5)):
+        rng = np.random.default_rng(10_000 + seed)
+        K = int(rng.choice([8, 12, 16]))
+        S = int(rng.integers(2, min(6, K) + 1))
+        p = speeds_instance(seed, K, S, _gavel())
+        out.append(("speeds", p, solve_exact(p, method="milp", time_limit=120)))
+    for seed in range(max(2, n // 5)):
+        rng = np.random.default_rng(20_000 + seed)
+        K = int(rng.choice([12, 18, 24]))
+        S = int(rng.integers(2, 7))
+        p = synthetic_instance(seed, K, S, n_types=6)
+        out.append(("synthetic6", p, solve_exact(p)))
+    return out
+
+
+def test_quality_table(capsys):
+    """Gap to the exact optimum (or proven bound) per variant; the README table comes from here."""
+    insts = _quality_instances(QUALITY_N)
+    rows = {}
+    for name, kw in VARIANTS.items():
+        gaps = {}
+        for fam, p, ref in insts:
+            pl = hp.place(p, seed=0, **kw)
+            base = ref.objective if ref.status == "optimal" else ref.bound
+            gaps.setdefault(fam, []).append(pl.mean_jct / base - 1)
+        rows[name] = {f: (float(np.mean(g)), float(np.max(g)), len(g)) for f, g in gaps.items()}
+    Path("bench-out").mkdir(exist_ok=True)
+    Path("bench-out/smp_quality.json").write_text(json.dumps(rows, indent=1))
+    with capsys.disabled():
+        fams = list(next(iter(rows.values())))
+        print("\n| variant | " + " | ".join(f"{f} mean / worst gap (n={rows['greedy'][f][2]})" for f in fams) + " |")
+        print("|---|" + "---|" * len(fams))
+        for name, r in rows.items():
+            print(f"| {name} | " + " | ".join(f"{r[f][0] * 100:.3f} % / {r[f][1] * 100:.3f} %" for f in fams) + " |")
+    d = rows["smp (default)"]["gavel"]
+    assert d[0] <= 0.005 and d[1] <= 0.0204

@@ -1,0 +1,65 @@
+"""SMP sample driver, Numba backend: every sampled category through the market
+(``run_samples``), then the best distinct results through the polish
+(``polish_rows``), each in parallel with ``prange``.
+
+Each sample writes only its own row of the outputs, so the result does not
+depend on the number of threads; the choice among samples is made afterwards,
+serially, by the public layer (:mod:`hetplace.smp`, which also holds the
+plain-Python twin of these loops).
+"""
+
+import numpy as np
+from numba import njit, prange
+
+from ._matching_nb import market_category_kernel
+from ._polish_nb import polish
+
+
+@njit(cache=True, nogil=True)
+def _one_sample(rho, work, comm, sizes, form, max_rounds, job_order, order_len, worker_rank,
+                wj, stats, nf, ni):
+    fws = np.empty(nf)
+    iws = np.empty(ni, dtype=np.int64)
+    mstats = np.zeros(2, dtype=np.int64)
+    total = market_category_kernel(rho, work, comm, sizes, form, max_rounds,
+                                   job_order, order_len, worker_rank, wj, mstats, fws, iws)
+    stats[0] = mstats[0]
+    stats[1] = mstats[1]
+    return total
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def run_samples(rho, work, comm, worker_type, speed, uniform, cats, form, max_rounds,
+                job_order, order_len, worker_rank, do_polish, max_steps,
+                out_wj, out_total, out_stats, nf, ni):
+    """Every category ``cats[s]`` through the market; write assignment, true total JCT, counters.
+
+    ``worker_type``, ``speed``, ``uniform``, ``do_polish`` and ``max_steps`` are
+    accepted for a uniform signature with the polish pass and not used here.
+    """
+    N = cats.shape[0]
+    for s in prange(N):
+        out_total[s] = _one_sample(rho, work, comm, cats[s], form, max_rounds, job_order,
+                                   order_len, worker_rank, out_wj[s], out_stats[s], nf, ni)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def polish_rows(rho, work, comm, worker_type, speed, uniform, rows, max_steps,
+                out_wj, out_total, out_stats):
+    """Polish the assignments ``out_wj[rows[j]]`` in place; update their totals and step counts."""
+    for j in prange(rows.shape[0]):
+        s = rows[j]
+        wj = out_wj[s]
+        out_stats[s, 2] = polish(rho, work, comm, worker_type, speed, uniform, wj, max_steps)
+        S = rho.shape[0]
+        X = np.zeros(S)
+        n = np.zeros(S, dtype=np.int64)
+        for k in range(wj.shape[0]):
+            i = wj[k]
+            if i >= 0:
+                X[i] += rho[i, k]
+                n[i] += 1
+        total = 0.0
+        for i in range(S):
+            total += work[i] / X[i] + comm[i, n[i]]
+        out_total[s] = total

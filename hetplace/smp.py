@@ -1,0 +1,343 @@
+"""SMP: sampling-based multi-job placement (MODEL.md section 2).
+
+Pipeline of one decision:
+
+1. **Centre.**  Target job sizes from the fractional relaxation over GPU
+   types, solved by Frank-Wolfe (:func:`centre_sizes`) **(ours)**.  MODEL.md 1.4's
+   ``X_i ~ sqrt(w_i)`` is its special case for one type; with several types the
+   relaxation also captures comparative advantage (a job that is the only
+   good use of an old GPU type gets many of them), which the paper's centre
+   misses -- on Gavel instances that alone was worth up to 9 % of mean JCT.
+2. **Sampling.**  ``samples`` distinct categories (job-size vectors with
+   ``sum n_i <= K``, so idle workers are allowed) drawn by
+   :func:`hetplace.sample_categories`, weighted around the centre (default) or
+   uniformly over all categories.
+3. **Market.**  Every category goes through the deferred-acceptance market
+   with linearised, iterated valuations ``v[i,k] = w_i rho[i,k] / X_i^2``
+   (price form by default, or ordinal) and is scored by its TRUE mean JCT.
+4. **Polish (ours, switchable).**  Each market result is improved by a
+   best-improvement local search over single-worker moves and swaps.
+5. **Choice with fairness.**  Among the results whose mean JCT is within
+   ``fairness_tol`` (relative) of the best, the one with the highest Jain
+   index of slowdowns wins; remaining ties go to the lowest sample index.
+
+Steps 3-4 run in parallel over samples (Numba ``prange`` or Cython ``prange``);
+each sample writes only its own output row and the choice is serial, so the
+result is identical for any thread count and on every backend.
+"""
+
+import math
+import time
+
+import numpy as np
+
+from ._validation import check_choice, check_positive_int
+from .errors import InvalidOptionError
+
+__all__ = ["smp_place", "SMP_DEFAULTS", "BACKENDS", "centre_sizes"]
+
+BACKENDS = ("auto", "cython", "numba", "python")
+
+#: Defaults of ``place(..., method="smp")``; see the README for the measurement behind them.
+SMP_DEFAULTS = dict(
+    samples=64,
+    sampling="uniform",
+    matching="price",
+    polish=True,
+    fairness_tol=0.0,
+    max_rounds=8,
+    polish_top=16,
+    spread=None,
+    backend="auto",
+    threads=None,
+)
+
+_MAX_POLISH_STEPS = 1_000_000
+
+
+def centre_sizes(problem, iterations=60):
+    """Continuous target sizes (S,) for the weighted sampler (see the module docstring).
+
+    Frank-Wolfe on the fractional relaxation over worker types:
+    minimise ``sum_i w_i / X_i`` with ``X_i = sum_g y[i,g] rho[i,g] sbar_g``,
+    ``y >= 0``, ``sum_i y[i,g] <= m_g`` (``sbar_g`` = mean available speed of
+    type g).  Its linear oracle gives every type to the job of largest
+    ``w_i rho[i,g] / X_i^2`` -- the market's linearised valuation -- so the
+    centre already reflects comparative advantage between GPU types, which
+    ``n_i ~ sqrt(w_i)`` ignores.  Returns ``n_i = sum_g y[i,g]`` (at least 1).
+    """
+    G = problem.n_types
+    m = problem.type_counts.astype(float)
+    sbar = np.array([problem.worker_speed[problem.worker_type == g].mean() if m[g] > 0 else 0.0
+                     for g in range(G)])
+    r = problem.throughput * sbar[None, :]
+    allowed = (r > 0) & (m[None, :] > 0)
+    # start: every type split evenly over the jobs that can use it
+    y = np.where(allowed, m[None, :] / np.maximum(allowed.sum(axis=0), 1)[None, :], 0.0)
+    w = problem.work
+    for t in range(iterations):
+        X = (y * r).sum(axis=1)
+        grad = w[:, None] * r / (X * X)[:, None]
+        grad[~allowed] = -1.0
+        target = np.zeros_like(y)
+        target[np.argmax(grad, axis=0), np.arange(G)] = m
+        y += (2.0 / (t + 3.0)) * (target - y)  # never a full step: every job keeps X_i > 0
+    return np.maximum(y.sum(axis=1), 1.0)
+
+
+def _cython_available():
+    try:
+        from ._core import _smp  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def resolve_backend(backend):
+    """``"auto"`` -> ``"cython"`` when the extension is built, else ``"numba"``."""
+    backend = check_choice("backend", backend, BACKENDS)
+    if backend == "auto":
+        return "cython" if _cython_available() else "numba"
+    if backend == "cython" and not _cython_available():
+        raise InvalidOptionError(
+            "backend='cython' needs the compiled extension hetplace._core._smp, which is not built; "
+            "reinstall with `pip install .` (a C compiler is required) or use backend='numba'."
+        )
+    return backend
+
+
+def _iv(problem, options):
+    opts = dict(SMP_DEFAULTS)
+    opts.update(options)
+    opts["samples"] = check_positive_int("samples", opts["samples"], allow_none=False, maximum=10_000_000)
+    opts["sampling"] = check_choice("sampling", opts["sampling"], ("weighted", "uniform"))
+    opts["matching"] = check_choice("matching", opts["matching"], ("price", "ordinal"))
+    if not isinstance(opts["polish"], (bool, np.bool_)):
+        raise InvalidOptionError(f"polish must be True or False; got {opts['polish']!r}.")
+    tol = opts["fairness_tol"]
+    if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not (0 <= tol < 1):
+        raise InvalidOptionError(
+            f"fairness_tol must be a number in [0, 1) (relative slack on mean JCT); got {tol!r}."
+        )
+    opts["max_rounds"] = check_positive_int("max_rounds", opts["max_rounds"], allow_none=False, maximum=10_000)
+    opts["polish_top"] = check_positive_int("polish_top", opts["polish_top"], maximum=10_000_000)
+    opts["threads"] = check_positive_int("threads", opts["threads"], maximum=1024)
+    opts["backend"] = resolve_backend(opts["backend"])
+    return opts
+
+
+def _ordinal_prefs(rho, backend):
+    """Preference lists of the ordinal market (built once per decision)."""
+    S, K = rho.shape
+    if backend == "python":
+        from ._core import _matching_py as m
+    elif backend == "numba":
+        from ._core import _matching_nb as m
+    else:
+        from ._core import _matching as m
+    job_order = np.empty((S, K), dtype=np.int64)
+    order_len = np.empty(S, dtype=np.int64)
+    worker_rank = np.empty((S, K), dtype=np.float64)
+    m.job_order_kernel(rho, 0.0, job_order, order_len, np.empty(K, dtype=np.int64))
+    m.relative_rank_kernel(rho, worker_rank)
+    return job_order, order_len, worker_rank
+
+
+def _run(problem, cats, opts):
+    """Evaluate all categories on the chosen backend; returns (worker_job, total, stats).
+
+    Pass 1 (parallel): every category through the market.  Pass 2 (parallel):
+    the ``polish_top`` best distinct market results (all when None) through the
+    local search.  Rows not polished keep their market result.
+    """
+    from ._core._matching_nb import FORM_ORDINAL, FORM_PRICE, market_workspace_size
+
+    rho = problem.worker_throughput
+    S, K = rho.shape
+    N = cats.shape[0]
+    form = FORM_PRICE if opts["matching"] == "price" else FORM_ORDINAL
+    if form == FORM_ORDINAL:
+        job_order, order_len, worker_rank = _ordinal_prefs(rho, opts["backend"])
+    else:
+        job_order = np.zeros((1, 1), dtype=np.int64)
+        order_len = np.zeros(1, dtype=np.int64)
+        worker_rank = np.zeros((1, 1), dtype=np.float64)
+    nf, ni = market_workspace_size(S, K)
+    out_wj = np.full((N, K), -1, dtype=np.int64)
+    out_total = np.empty(N)
+    out_stats = np.zeros((N, 3), dtype=np.int64)
+    common = (rho, problem.work, problem.comm_time, problem.worker_type, problem.worker_speed,
+              problem.uniform_speed)
+    market_args = common + (cats, form, opts["max_rounds"], job_order, order_len, worker_rank,
+                            False, _MAX_POLISH_STEPS, out_wj, out_total, out_stats, nf, ni)
+    backend, threads = opts["backend"], opts["threads"]
+    with _threads(backend, threads):
+        if backend == "python":
+            from ._core import _matching_py
+            from ._core._polish_nb import polish_impl
+
+            for s in range(N):
+                out_total[s] = _one_sample_py(_matching_py, polish_impl, s, *market_args)
+        elif backend == "numba":
+            from ._core._smp_nb import run_samples
+
+            run_samples(*market_args)
+        else:
+            from ._core import _smp
+
+            _smp.run_samples(*market_args, threads or 0)
+        if opts["polish"]:
+            rows = _rows_to_polish(out_wj, out_total, opts["polish_top"])
+            polish_args = common + (rows, _MAX_POLISH_STEPS, out_wj, out_total, out_stats)
+            if backend == "python":
+                for s in rows:
+                    out_stats[s, 2] = polish_impl(*common, out_wj[s], _MAX_POLISH_STEPS)
+                    out_total[s] = _total_py(problem, out_wj[s])
+            elif backend == "numba":
+                from ._core._smp_nb import polish_rows
+
+                polish_rows(*polish_args)
+            else:
+                _smp.polish_rows(*polish_args, threads or 0)
+    return out_wj, out_total, out_stats
+
+
+def _rows_to_polish(out_wj, out_total, top):
+    """Indices of the ``top`` best distinct finite market results (stable order)."""
+    order = np.argsort(out_total, kind="stable")
+    rows, seen = [], set()
+    for s in order:
+        if not np.isfinite(out_total[s]):
+            break
+        key = out_wj[s].tobytes()
+        if key in seen:
+            continue
+        seen.add(key)
+        rows.append(s)
+        if top is not None and len(rows) >= top:
+            break
+    return np.array(rows, dtype=np.int64)
+
+
+class _threads:
+    """Run Numba kernels with ``threads`` threads, restoring the caller's setting after."""
+
+    def __init__(self, backend, threads):
+        self.active = backend == "numba" and threads is not None
+        self.threads = threads
+
+    def __enter__(self):
+        if self.active:
+            import numba
+
+            self.before = numba.get_num_threads()
+            numba.set_num_threads(min(self.threads, numba.config.NUMBA_NUM_THREADS))
+
+    def __exit__(self, *exc):
+        if self.active:
+            import numba
+
+            numba.set_num_threads(self.before)
+        return False
+
+
+def _total_py(problem, wj):
+    """True total JCT of ``wj`` in the same operation order as the kernels."""
+    rho, work, comm = problem.worker_throughput, problem.work, problem.comm_time
+    S = rho.shape[0]
+    X = np.zeros(S)
+    n = np.zeros(S, dtype=np.int64)
+    for k in range(wj.shape[0]):
+        i = wj[k]
+        if i >= 0:
+            X[i] += rho[i, k]
+            n[i] += 1
+    total = 0.0
+    for i in range(S):
+        total += work[i] / X[i] + comm[i, n[i]]
+    return total
+
+
+def _one_sample_py(mod, polish_impl, s, rho, work, comm, worker_type, speed, uniform, cats, form,
+                   max_rounds, job_order, order_len, worker_rank, do_polish, max_steps,
+                   out_wj, out_total, out_stats, nf, ni):
+    """Pure-Python twin of one iteration of ``_smp_nb.run_samples`` (market only)."""
+    fws = np.empty(nf)
+    iws = np.empty(ni, dtype=np.int64)
+    mstats = np.zeros(2, dtype=np.int64)
+    total = mod.market_category_kernel(rho, work, comm, cats[s], form, max_rounds,
+                                       job_order, order_len, worker_rank, out_wj[s], mstats, fws, iws)
+    out_stats[s, 0], out_stats[s, 1] = mstats[0], mstats[1]
+    return total
+
+
+def _choose(problem, out_wj, out_total, fairness_tol):
+    """Index of the chosen sample (see module docstring, step 5)."""
+    best = int(np.argmin(out_total))  # first minimum
+    if fairness_tol <= 0:
+        return best
+    limit = out_total[best] * (1.0 + fairness_tol)
+    cand = np.flatnonzero(out_total <= limit)
+    alone = problem.jct_alone
+    S = problem.n_jobs
+    best_j, best_f = best, -1.0
+    for s in cand:
+        wj = out_wj[s]
+        busy = wj >= 0
+        X = np.bincount(wj[busy], weights=problem.worker_throughput[wj[busy], np.flatnonzero(busy)], minlength=S)
+        n = np.bincount(wj[busy], minlength=S)
+        sl = (problem.work / X + problem.comm_time[np.arange(S), n]) / alone
+        f = sl.sum() ** 2 / (S * np.square(sl).sum())
+        if f > best_f:
+            best_j, best_f = int(s), f
+    return best_j
+
+
+def smp_place(problem, seed=None, **options):
+    """Run SMP on a validated problem; returns ``(worker_job, info)``.
+
+    Called by :func:`hetplace.place` with ``method="smp"``; options are
+    documented there and in :data:`SMP_DEFAULTS`.
+    """
+    from .categories import sample_categories
+
+    opts = _iv(problem, options)
+    K, S = problem.n_workers, problem.n_jobs
+    if seed is None:
+        seed = int(np.random.SeedSequence().entropy % (1 << 64))
+    t0 = time.perf_counter()
+    centre = centre_sizes(problem)
+    cat_backend = "python" if opts["backend"] == "python" else opts["backend"]
+    cats = sample_categories(
+        K, S, opts["samples"], seed=seed, exact=False, method=opts["sampling"],
+        centre=centre if opts["sampling"] == "weighted" else None,
+        **({"spread": opts["spread"]} if opts["spread"] is not None and opts["sampling"] == "weighted" else {}),
+        backend=cat_backend,
+    )
+    cats = np.ascontiguousarray(cats, dtype=np.int64)
+    t1 = time.perf_counter()
+    out_wj, out_total, out_stats = _run(problem, cats, opts)
+    t2 = time.perf_counter()
+    if not np.isfinite(out_total).any():
+        # every sampled category was infeasible for the allowed pairs: fall back to greedy
+        from .baselines import greedy_placement
+
+        return greedy_placement(problem), dict(seed=seed, samples=int(cats.shape[0]), fallback="greedy")
+    chosen = _choose(problem, out_wj, out_total, opts["fairness_tol"])
+    info = dict(
+        seed=seed,
+        samples=int(cats.shape[0]),
+        feasible_samples=int(np.isfinite(out_total).sum()),
+        chosen_sample=chosen,
+        category=cats[chosen].tolist(),
+        market_rounds=int(out_stats[:, 0].sum()),
+        bids=int(out_stats[:, 1].sum()),
+        polish_steps=int(out_stats[:, 2].sum()),
+        backend=opts["backend"],
+        sampling=opts["sampling"],
+        matching=opts["matching"],
+        polish=bool(opts["polish"]),
+        sample_time=t1 - t0,
+        market_time=t2 - t1,
+    )
+    return out_wj[chosen].copy(), info

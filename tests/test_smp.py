@@ -1,0 +1,163 @@
+"""SMP (method="smp"): agreement across backends and threads, feasibility, quality vs exact."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import hetplace as hp
+from hetplace import InvalidOptionError
+from hetplace.instances import gavel_instance, speeds_instance, synthetic_instance
+from hetplace.smp import _cython_available
+
+GAVEL = Path(__file__).resolve().parents[2] / "shared" / "data" / "gavel" / "throughputs.json"
+needs_gavel = pytest.mark.skipif(not GAVEL.exists(), reason=f"Gavel throughputs not found at {GAVEL}")
+needs_cython = pytest.mark.skipif(not _cython_available(), reason="Cython extension not built (pip install .)")
+
+
+def random_problem(seed, K_max=16, S_max=5):
+    rng = np.random.default_rng(seed)
+    S = int(rng.integers(1, S_max + 1))
+    K = int(rng.integers(max(S, 2), K_max + 1))
+    G = int(rng.integers(1, 5))
+    counts = rng.multinomial(K, np.ones(G) / G)
+    rho = rng.uniform(1, 100, (S, G)) * (rng.random((S, G)) > 0.2)
+    speeds = rng.uniform(0.3, 1.0, K) if rng.random() < 0.3 else None
+    bw = 1e8 if rng.random() < 0.7 else np.inf
+    for _ in range(20):
+        try:
+            return hp.Problem(rho, counts, rng.integers(1, 512, S), rng.uniform(10, 1000, S),
+                              grad_bytes=rng.uniform(0, 5e7, S), bandwidth=bw, worker_speed=speeds)
+        except hp.InvalidProblemError:
+            rho = np.where(rho == 0, 1.0, rho)
+    raise AssertionError("no feasible instance")
+
+
+def _smp(problem, **kw):
+    kw.setdefault("seed", 7)
+    return hp.place(problem, method="smp", **kw)
+
+
+@needs_cython
+@pytest.mark.parametrize("matching", ["price", "ordinal"])
+def test_numba_and_cython_identical(matching):
+    for seed in range(120):
+        p = random_problem(seed)
+        a = _smp(p, backend="numba", matching=matching, samples=16)
+        b = _smp(p, backend="cython", matching=matching, samples=16)
+        np.testing.assert_array_equal(a.worker_job, b.worker_job, err_msg=f"seed {seed}")
+        assert a.mean_jct == b.mean_jct
+
+
+def test_python_backend_identical_to_numba():
+    for seed in range(40):
+        p = random_problem(1000 + seed, K_max=10, S_max=4)
+        for matching in ("price", "ordinal"):
+            a = _smp(p, backend="python", matching=matching, samples=6)
+            b = _smp(p, backend="numba", matching=matching, samples=6)
+            np.testing.assert_array_equal(a.worker_job, b.worker_job, err_msg=f"seed {seed} {matching}")
+
+
+@pytest.mark.parametrize("backend", ["numba", pytest.param("cython", marks=needs_cython)])
+def test_threads_do_not_change_the_result(backend):
+    for seed in range(20):
+        p = random_problem(2000 + seed, K_max=40, S_max=8)
+        one = _smp(p, backend=backend, threads=1, samples=32)
+        two = _smp(p, backend=backend, threads=2, samples=32)
+        np.testing.assert_array_equal(one.worker_job, two.worker_job)
+
+
+def test_same_seed_same_placement_and_seed_matters():
+    p = random_problem(3, K_max=40, S_max=8)
+    a, b = _smp(p, seed=11), _smp(p, seed=11)
+    np.testing.assert_array_equal(a.worker_job, b.worker_job)
+    assert a.info["seed"] == 11
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10_000), st.sampled_from(["price", "ordinal"]), st.booleans(), st.sampled_from(["weighted", "uniform"]))
+def test_placement_is_feasible_and_shares_sum(seed, matching, polish, sampling):
+    p = random_problem(seed, K_max=24, S_max=6)
+    pl = _smp(p, matching=matching, polish=polish, sampling=sampling, samples=8)
+    assert hp.is_feasible(p, pl.worker_job)
+    for i in range(p.n_jobs):
+        assert pl.shares[pl.worker_job == i].sum() == p.batch[i]
+    assert (pl.shares[pl.worker_job < 0] == 0).all()
+
+
+def test_polish_never_hurts():
+    for seed in range(20):
+        p = random_problem(4000 + seed, K_max=32, S_max=6)
+        raw = _smp(p, polish=False, samples=16)
+        pol = _smp(p, polish=True, samples=16)
+        assert pol.mean_jct <= raw.mean_jct * (1 + 1e-12)
+
+
+def test_fairness_tolerance_trades_a_bounded_amount_of_jct():
+    for seed in range(15):
+        p = random_problem(5000 + seed, K_max=32, S_max=6)
+        strict = _smp(p, samples=32)
+        fair = _smp(p, samples=32, fairness_tol=0.02)
+        assert fair.mean_jct <= strict.mean_jct * 1.02 * (1 + 1e-12)
+        assert fair.fairness >= strict.fairness - 1e-12
+
+
+def test_exact_on_tiny_instances_with_enumeration():
+    # with as many samples as categories every size vector is tried: SMP + polish is then exact here
+    from hetplace.exact import solve_exact
+
+    worst = 0.0
+    for seed in range(30):
+        p = random_problem(6000 + seed, K_max=7, S_max=3)
+        opt = solve_exact(p, method="brute").objective
+        pl = _smp(p, samples=hp.count_categories(p.n_workers, p.n_jobs, exact=False))
+        worst = max(worst, pl.mean_jct / opt - 1)
+    assert worst < 1e-9
+
+
+@needs_gavel
+def test_quality_against_exact_optimum():
+    """Mean gap <= 0.5 % and worst <= 2.04 % on seeded Gavel instances (the full table is a benchmark)."""
+    from hetplace.exact import solve_exact
+
+    gaps = []
+    for seed in range(30):
+        rng = np.random.default_rng(seed)
+        K = int(rng.choice([8, 16, 24, 32]))
+        S = int(rng.integers(2, min(12, K) + 1))
+        p = gavel_instance(seed, K, S, GAVEL)
+        opt = solve_exact(p, method="dp").objective
+        gaps.append(_smp(p, seed=seed).mean_jct / opt - 1)
+    gaps = np.array(gaps)
+    assert gaps.min() > -1e-9
+    assert gaps.mean() <= 0.005, gaps
+    assert gaps.max() <= 0.0204, gaps
+
+
+@pytest.mark.parametrize(
+    "kw, pattern",
+    [
+        (dict(samples=0), r"samples must be a positive integer; got 0"),
+        (dict(samples=2.5), r"samples must be a positive integer; got 2.5"),
+        (dict(sampling="gauss"), r"sampling='gauss' is not valid; choose one of 'weighted', 'uniform'"),
+        (dict(matching="hungarian"), r"matching='hungarian' is not valid; choose one of 'price', 'ordinal'"),
+        (dict(backend="gpu"), r"backend='gpu' is not valid; choose one of 'auto', 'cython', 'numba', 'python'"),
+        (dict(polish="yes"), r"polish must be True or False; got 'yes'"),
+        (dict(fairness_tol=-0.1), r"fairness_tol must be a number in \[0, 1\)"),
+        (dict(threads=0), r"threads must be a positive integer or None; got 0"),
+        (dict(max_rounds=0), r"max_rounds must be a positive integer; got 0"),
+        (dict(bogus=1), r"method='smp' does not take option\(s\) bogus; its options are: backend, fairness_tol"),
+        (dict(seed=-1), r"seed must lie in \[0, 2\*\*64\); got -1"),
+    ],
+)
+def test_bad_options(kw, pattern):
+    p = random_problem(1)
+    with pytest.raises(InvalidOptionError, match=pattern):
+        hp.place(p, method="smp", **kw)
+
+
+def test_unknown_method_lists_valid_ones():
+    with pytest.raises(InvalidOptionError, match=r"method='fast' is not valid; choose one of 'equal', 'random', 'greedy', 'exact', 'auto', 'smp'"):
+        hp.place(random_problem(1), method="fast")
