@@ -150,7 +150,7 @@ def _run(problem, cats, opts):
     the ``polish_top`` best distinct market results (all when None) through the
     local search.  Rows not polished keep their market result.
     """
-    from ._core._matching_nb import FORM_ORDINAL, FORM_PRICE, market_workspace_size
+    from ._core._matching_py import FORM_ORDINAL, FORM_PRICE, market_workspace_size
 
     rho = problem.worker_throughput
     S, K = rho.shape
