@@ -39,6 +39,8 @@ _LAZY = {
     "deferred_acceptance": ("matching", "deferred_acceptance"),
     "is_stable": ("matching", "is_stable"),
     "MatchingResult": ("matching", "MatchingResult"),
+    "market_category": ("matching", "market_category"),
+    "MarketResult": ("matching", "MarketResult"),
 }
 
 
@@ -70,6 +72,8 @@ __all__ = [
     "deferred_acceptance",
     "is_stable",
     "MatchingResult",
+    "market_category",
+    "MarketResult",
     "Placement",
     "evaluate",
     "is_feasible",

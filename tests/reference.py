@@ -212,3 +212,184 @@ def is_local_optimum_reference(problem, worker_job, rel=1e-9):
     """No single move or swap lowers the mean JCT by more than ``rel`` (relative)."""
     here = mean_jct_reference(problem, worker_job)
     return all(mean_jct_reference(problem, c) >= here * (1 - rel) for c in neighbours_reference(problem, worker_job))
+
+
+# =============================================================================
+# Matching markets (hetplace.matching): exact assignment via SciPy, textbook
+# Gale-Shapley, blocking pairs and stable matchings by brute force, and the
+# iterated linearised market of MODEL.md 2.2 on top of them.
+# =============================================================================
+
+
+def _acceptable(values, allowed=None):
+    values = np.asarray(values, dtype=float)
+    return np.isfinite(values) if allowed is None else np.asarray(allowed, dtype=bool)
+
+
+def assignment_optimum_reference(values, capacities, allowed=None):
+    """Best total value with job i taking exactly capacities[i] workers (None if impossible).
+
+    Slot-expanded matrix (one row per slot) solved by SciPy's exact
+    ``linear_sum_assignment``; forbidden pairs are -inf; surplus workers idle.
+    """
+    from scipy.optimize import linear_sum_assignment
+
+    ok = _acceptable(values, allowed)
+    v = np.where(ok, np.asarray(values, dtype=float), -np.inf)
+    rows = np.repeat(np.arange(v.shape[0]), np.asarray(capacities, dtype=int))
+    if rows.size == 0:
+        return 0.0
+    try:
+        r, c = linear_sum_assignment(v[rows], maximize=True)
+    except ValueError:  # "cost matrix is infeasible"
+        return None
+    total = v[rows][r, c].sum()
+    return None if not np.isfinite(total) else float(total)
+
+
+def default_worker_rank_reference(values, allowed=None):
+    """values[i, k] / (mean of job i's acceptable values), raw values when that mean <= 0."""
+    ok = _acceptable(values, allowed)
+    v = np.asarray(values, dtype=float)
+    out = np.zeros(v.shape)
+    for i in range(v.shape[0]):
+        acc = [v[i, k] for k in range(v.shape[1]) if ok[i, k]]
+        mean = sum(acc) / len(acc) if acc else 0.0
+        for k in range(v.shape[1]):
+            if ok[i, k]:
+                out[i, k] = v[i, k] / mean if mean > 0 else v[i, k]
+    return out
+
+
+def _job_prefers(values, i, k, other):
+    """Job i strictly prefers worker k to worker other (value, then lower index)."""
+    return (values[i][k], -k) > (values[i][other], -other)
+
+
+def _worker_prefers(rank, k, i, other):
+    """Worker k strictly prefers job i to job other (rank, then lower index)."""
+    return (rank[i][k], -i) > (rank[other][k], -other)
+
+
+def blocking_pairs_reference(values, capacities, worker_job, worker_rank, allowed=None):
+    """Every blocking pair (i, k), straight from the definition in ``is_stable``.
+
+    Returns ``None`` when a worker holds an unacceptable job (not individually
+    rational), else the list of blocking pairs.
+    """
+    ok = _acceptable(values, allowed)
+    v = np.asarray(values, dtype=float).tolist()
+    rank = np.asarray(worker_rank, dtype=float).tolist()
+    S, K = len(v), len(v[0])
+    members = [[k for k in range(K) if worker_job[k] == i] for i in range(S)]
+    if any(worker_job[k] >= 0 and not ok[worker_job[k], k] for k in range(K)):
+        return None
+    pairs = []
+    for i in range(S):
+        for k in range(K):
+            if not ok[i, k] or worker_job[k] == i:
+                continue
+            job_side = len(members[i]) < capacities[i] or any(
+                _job_prefers(v, i, k, other) for other in members[i]
+            )
+            cur = worker_job[k]
+            worker_side = cur < 0 or _worker_prefers(rank, k, i, cur)
+            if job_side and worker_side:
+                pairs.append((i, k))
+    return pairs
+
+
+def stable_matchings_reference(values, capacities, worker_rank, allowed=None):
+    """All stable matchings (tuples of job per worker) by enumerating (S+1)**K maps."""
+    S, K = np.asarray(values).shape
+    out = []
+    for wj in itertools.product(range(-1, S), repeat=K):
+        counts = [wj.count(i) for i in range(S)]
+        if any(counts[i] > capacities[i] for i in range(S)):
+            continue
+        if blocking_pairs_reference(values, capacities, wj, worker_rank, allowed) == []:
+            out.append(wj)
+    return out
+
+
+def gale_shapley_reference(values, capacities, worker_rank, allowed=None):
+    """Textbook job-proposing deferred acceptance; returns the job of every worker."""
+    ok = _acceptable(values, allowed)
+    v = np.asarray(values, dtype=float).tolist()
+    rank = np.asarray(worker_rank, dtype=float).tolist()
+    S, K = len(v), len(v[0])
+    prefs = [sorted((k for k in range(K) if ok[i, k]), key=lambda k: (-v[i][k], k)) for i in range(S)]
+    nxt = [0] * S
+    held = [[] for _ in range(S)]
+    holder = [-1] * K
+    free = [i for i in range(S) if capacities[i] > 0]
+    while free:
+        i = free.pop(0)
+        while len(held[i]) < capacities[i] and nxt[i] < len(prefs[i]):
+            k = prefs[i][nxt[i]]
+            nxt[i] += 1
+            cur = holder[k]
+            if cur < 0 or _worker_prefers(rank, k, i, cur):
+                if cur >= 0:
+                    held[cur].remove(k)
+                    if cur not in free:
+                        free.append(cur)
+                holder[k] = i
+                held[i].append(k)
+    return holder
+
+
+def market_category_reference(rho, work, comm_time, sizes, form="price", max_rounds=8):
+    """MODEL.md 2.2 literally: iterate linearised valuations, solve each market exactly.
+
+    Price form: SciPy's exact assignment on the slot-expanded matrix of
+    ``a_i * rho[i, k]`` with ``a_i = work[i] / (X_i * X_i)``.  Ordinal form:
+    :func:`gale_shapley_reference` with jobs ranking by ``rho`` and workers by
+    ``rho[i, k] / mean_k rho[i, k]``.  Returns ``(total_jct, worker_job, rounds)``.
+    """
+    from scipy.optimize import linear_sum_assignment
+
+    rho = np.asarray(rho, dtype=float)
+    S, K = rho.shape
+    sizes = [int(n) for n in sizes]
+
+    def true_total(wj):
+        total = 0.0
+        for i in range(S):
+            ws = [k for k in range(K) if wj[k] == i]
+            if not ws:
+                return math.inf
+            X = sum(rho[i, k] for k in ws)
+            total += work[i] / X + comm_time[i][len(ws)]
+        return total
+
+    X = [sizes[i] * (sum(rho[i].tolist()) / K) for i in range(S)]
+    best, best_wj, prev = math.inf, None, None
+    rounds = 0
+    for r in range(max_rounds):
+        rounds += 1
+        if form == "price":
+            a = [work[i] / (X[i] * X[i]) for i in range(S)]
+            v = np.where(rho > 0, np.array(a)[:, None] * rho, -np.inf)
+            rows = np.repeat(np.arange(S), sizes)
+            rr, cc = linear_sum_assignment(v[rows], maximize=True)
+            wj = [-1] * K
+            for slot, k in zip(rr, cc):
+                wj[k] = int(rows[slot])
+        else:
+            mean = rho.sum(axis=1) / K
+            rank = rho / mean[:, None]
+            wj = gale_shapley_reference(np.where(rho > 0, rho, -np.inf), sizes, rank)
+        total = true_total(wj)
+        if r == 0 or total < best:
+            best, best_wj = total, list(wj)
+        if form != "price" or prev == wj:
+            break
+        prev = list(wj)
+        X = [sum(rho[i, k] for k in range(K) if wj[k] == i) for i in range(S)]
+    return best, np.array(best_wj, dtype=np.int64), rounds
+
+
+# =============================================================================
+# (end of the matching section)
+# =============================================================================

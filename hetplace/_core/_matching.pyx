@@ -112,9 +112,8 @@ cdef int auction_c(const double* vals_t, const double* scale, double lo,
     cdef int64_t* settled = iws + 4 * J
     cdef int64_t* pj = iws + 5 * J
     cdef int64_t* pw = iws + 6 * J
-    cdef int64_t* dirty = iws + 7 * J
-    cdef int64_t* carg = iws + 8 * J
-    cdef Py_ssize_t bb = 8 * J + J * J
+    cdef int64_t* carg = iws + 7 * J
+    cdef Py_ssize_t bb = 7 * J + J * J
     cdef int64_t* cell_cls = iws + bb
     cdef int64_t* cell_cnt = iws + bb + K
     cdef int64_t* cls_first = iws + bb + 2 * K
@@ -124,7 +123,7 @@ cdef int auction_c(const double* vals_t, const double* scale, double lo,
     cdef int64_t* tmp = iws + bb + 6 * K + 1
 
     cdef Py_ssize_t i, j, k, l, l2, m, nm, t, t0, p, last, C, k0, w, tgt
-    cdef int64_t tot, c, c0, lc, delta, n, u_
+    cdef int64_t tot, c, cc, c0, lc, delta, n, u_
     cdef double x, y, v, u, b1, b2, best, dm, ndm, bk, vl, vm, key, qm, rc, nd, D, vw
     cdef int64_t ba
     cdef bint same, ax, ay
@@ -141,7 +140,6 @@ cdef int auction_c(const double* vals_t, const double* scale, double lo,
     for j in range(J):
         cnt[j] = 0
         ncell[j] = 0
-        dirty[j] = 0
         q[j] = 0.0
         for l in range(J):
             cmin[j * J + l] = INFINITY
@@ -248,34 +246,6 @@ cdef int auction_c(const double* vals_t, const double* scale, double lo,
                 if cnt[m] < cap[m]:
                     tgt = m
                     break
-                if dirty[m] != 0:
-                    # refresh the cached cheapest class of stale pairs (m, l)
-                    for l in range(J):
-                        if carg[m * J + l] != -2:
-                            continue
-                        bk = INFINITY
-                        ba = -1
-                        for t in range(ncell[m]):
-                            c = cell_cls[off[m] + t]
-                            w = cls_first[c]
-                            if l < S:
-                                x = vals_t[w * S + l]
-                                if not x > lo:
-                                    continue
-                                vl = scale[l] * x
-                            else:
-                                vl = 0.0
-                            if m < S:
-                                vm = scale[m] * vals_t[w * S + m]
-                            else:
-                                vm = 0.0
-                            key = vm - vl
-                            if key < bk:
-                                bk = key
-                                ba = c
-                        cmin[m * J + l] = bk
-                        carg[m * J + l] = ba
-                    dirty[m] = 0
                 qm = q[m]
                 nm = -1
                 ndm = INFINITY
@@ -283,6 +253,36 @@ cdef int auction_c(const double* vals_t, const double* scale, double lo,
                     if settled[l] != 0:
                         continue
                     c = carg[m * J + l]
+                    if c == -2:
+                        # stale pair: its cached key is a lower bound of the
+                        # cheapest move; refresh it only if it could improve d[l]
+                        rc = (cmin[m * J + l] - qm) + q[l]
+                        if rc < 0.0:
+                            rc = 0.0
+                        if dm + rc < d[l]:
+                            bk = INFINITY
+                            ba = -1
+                            for t in range(ncell[m]):
+                                cc = cell_cls[off[m] + t]
+                                w = cls_first[cc]
+                                if l < S:
+                                    x = vals_t[w * S + l]
+                                    if not x > lo:
+                                        continue
+                                    vl = scale[l] * x
+                                else:
+                                    vl = 0.0
+                                if m < S:
+                                    vm = scale[m] * vals_t[w * S + m]
+                                else:
+                                    vm = 0.0
+                                key = vm - vl
+                                if key < bk:
+                                    bk = key
+                                    ba = cc
+                            cmin[m * J + l] = bk
+                            carg[m * J + l] = ba
+                            c = ba
                     if c >= 0:
                         rc = (cmin[m * J + l] - qm) + q[l]
                         if rc < 0.0:
@@ -342,7 +342,6 @@ cdef int auction_c(const double* vals_t, const double* scale, double lo,
                         for l2 in range(J):
                             if carg[m * J + l2] == c:
                                 carg[m * J + l2] = -2
-                                dirty[m] = 1
                 else:
                     supply[c0] -= delta
                 p = _cell_find(cell_cls, cellpos, cls_first, off, ncell, l, c)
@@ -361,7 +360,7 @@ cdef int auction_c(const double* vals_t, const double* scale, double lo,
                     else:
                         vw = 0.0
                     for l2 in range(J):
-                        if l2 == l or cap[l2] == 0 or carg[l * J + l2] == -2:
+                        if l2 == l or cap[l2] == 0:
                             continue
                         if l2 < S:
                             x = vals_t[w * S + l2]
@@ -498,13 +497,14 @@ cdef double market_category_c(const double* rho, const double* work,
     cdef int64_t rounds = 0, props = 0
     cdef int status
     cdef bint same
-    for i in range(S):
-        s = 0.0
-        for k in range(K):
-            x = rho[i * K + k]
-            rho_t[k * S + i] = x
-            s += x
-        X[i] = sizes[i] * (s / K)
+    if form == FORM_PRICE:
+        for i in range(S):
+            s = 0.0
+            for k in range(K):
+                x = rho[i * K + k]
+                rho_t[k * S + i] = x
+                s += x
+            X[i] = sizes[i] * (s / K)
     for r in range(max_rounds):
         rounds += 1
         if form == FORM_PRICE:

@@ -184,9 +184,11 @@ def auction_kernel(vals_t, scale, lo, caps, worker_job, job_price, stats, fws, i
 
     Runs of consecutive workers with identical values (e.g. workers of one
     type at uniform speed) are merged into classes and moved in bulk, by the
-    bottleneck of the chain.  The cheapest class of every job pair is cached
-    and refreshed lazily.  Memory O(K + S^2); time O(S * settled jobs) per
-    search, one search per class in the best case.
+    bottleneck of the chain.  The cheapest class of every job pair (i, l) is
+    cached; when it leaves job i the entry turns stale but keeps its key as a
+    lower bound, and is recomputed only when that bound could shorten a path.
+    Memory O(K + S^2); time O(S * settled jobs) per search, at most one search
+    per worker and one per class of identical workers in the best case.
     """
     K = vals_t.shape[0]
     S = vals_t.shape[1]
@@ -204,9 +206,8 @@ def auction_kernel(vals_t, scale, lo, caps, worker_job, job_price, stats, fws, i
     settled = iws[4 * J:5 * J]
     pj = iws[5 * J:6 * J]
     pw = iws[6 * J:7 * J]
-    dirty = iws[7 * J:8 * J]
-    carg = iws[8 * J:8 * J + J * J]
-    b = 8 * J + J * J
+    carg = iws[7 * J:7 * J + J * J]
+    b = 7 * J + J * J
     cell_cls = iws[b:b + K]
     cell_cnt = iws[b + K:b + 2 * K]
     cls_first = iws[b + 2 * K:b + 3 * K + 1]
@@ -225,7 +226,6 @@ def auction_kernel(vals_t, scale, lo, caps, worker_job, job_price, stats, fws, i
     for j in range(J):
         cnt[j] = 0
         ncell[j] = 0
-        dirty[j] = 0
         q[j] = 0.0
         for l in range(J):
             cmin[j * J + l] = np.inf
@@ -335,34 +335,6 @@ def auction_kernel(vals_t, scale, lo, caps, worker_job, job_price, stats, fws, i
                 if cnt[m] < cap[m]:
                     tgt = m
                     break
-                if dirty[m] != 0:
-                    # refresh the cached cheapest class of stale pairs (m, l)
-                    for l in range(J):
-                        if carg[m * J + l] != -2:
-                            continue
-                        bk = np.inf
-                        ba = -1
-                        for t in range(ncell[m]):
-                            c = cell_cls[off[m] + t]
-                            w = cls_first[c]
-                            if l < S:
-                                x = vals_t[w, l]
-                                if not x > lo:
-                                    continue
-                                vl = scale[l] * x
-                            else:
-                                vl = 0.0
-                            if m < S:
-                                vm = scale[m] * vals_t[w, m]
-                            else:
-                                vm = 0.0
-                            key = vm - vl
-                            if key < bk:
-                                bk = key
-                                ba = c
-                        cmin[m * J + l] = bk
-                        carg[m * J + l] = ba
-                    dirty[m] = 0
                 qm = q[m]
                 nm = -1
                 ndm = np.inf
@@ -370,6 +342,36 @@ def auction_kernel(vals_t, scale, lo, caps, worker_job, job_price, stats, fws, i
                     if settled[l] != 0:
                         continue
                     c = carg[m * J + l]
+                    if c == -2:
+                        # stale pair: its cached key is a lower bound of the
+                        # cheapest move; refresh it only if it could improve d[l]
+                        rc = (cmin[m * J + l] - qm) + q[l]
+                        if rc < 0.0:
+                            rc = 0.0
+                        if dm + rc < d[l]:
+                            bk = np.inf
+                            ba = -1
+                            for t in range(ncell[m]):
+                                cc = cell_cls[off[m] + t]
+                                w = cls_first[cc]
+                                if l < S:
+                                    x = vals_t[w, l]
+                                    if not x > lo:
+                                        continue
+                                    vl = scale[l] * x
+                                else:
+                                    vl = 0.0
+                                if m < S:
+                                    vm = scale[m] * vals_t[w, m]
+                                else:
+                                    vm = 0.0
+                                key = vm - vl
+                                if key < bk:
+                                    bk = key
+                                    ba = cc
+                            cmin[m * J + l] = bk
+                            carg[m * J + l] = ba
+                            c = ba
                     if c >= 0:
                         rc = (cmin[m * J + l] - qm) + q[l]
                         if rc < 0.0:
@@ -429,7 +431,6 @@ def auction_kernel(vals_t, scale, lo, caps, worker_job, job_price, stats, fws, i
                         for l2 in range(J):
                             if carg[m * J + l2] == c:
                                 carg[m * J + l2] = -2
-                                dirty[m] = 1
                 else:
                     supply[c0] -= delta
                 p = _cell_find(cell_cls, cellpos, cls_first, off, ncell, l, c)
@@ -448,7 +449,7 @@ def auction_kernel(vals_t, scale, lo, caps, worker_job, job_price, stats, fws, i
                     else:
                         vw = 0.0
                     for l2 in range(J):
-                        if l2 == l or cap[l2] == 0 or carg[l * J + l2] == -2:
+                        if l2 == l or cap[l2] == 0:
                             continue
                         if l2 < S:
                             x = vals_t[w, l2]
@@ -659,7 +660,7 @@ def market_category_kernel(rho, work, comm_time, sizes, form, max_rounds,
 
     Notes
     -----
-    The price form works on a worker-major copy of ``rho`` in ``fws``.
+    The price form works on a worker-major copy of ``rho`` made in ``fws``.
     ``X_i`` starts at ``sizes[i] * (sum_k rho[i, k] / K)``.  Each round values
     pair (i, k) at ``a_i * rho[i, k]`` with ``a_i = work[i] / (X_i * X_i)``
     (the marginal JCT reduction of job i at ``X_i``), solves the market with
@@ -682,13 +683,14 @@ def market_category_kernel(rho, work, comm_time, sizes, form, max_rounds,
     prev = iws[K:2 * K]
     cnt = iws[2 * K:2 * K + S]
     isub = iws[2 * K + S:]
-    for i in range(S):
-        s = 0.0
-        for k in range(K):
-            x = rho[i, k]
-            rho_t[k, i] = x
-            s += x
-        X[i] = sizes[i] * (s / K)
+    if form == FORM_PRICE:
+        for i in range(S):
+            s = 0.0
+            for k in range(K):
+                x = rho[i, k]
+                rho_t[k, i] = x
+                s += x
+            X[i] = sizes[i] * (s / K)
     best = np.inf
     rounds = 0
     props = 0

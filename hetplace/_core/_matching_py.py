@@ -34,7 +34,7 @@ FORM_ORDINAL = 1
 def auction_workspace_size(S, K):
     """(n_float, n_int) work-buffer lengths of :func:`auction_kernel`."""
     J = S + 1
-    return 2 * J + J * J + K, 8 * J + J * J + 7 * K + 1
+    return 2 * J + J * J + K, 7 * J + J * J + 7 * K + 1
 
 
 def gale_shapley_workspace_size(S, K):
@@ -71,7 +71,6 @@ def _auction(V, A, lo, caps, K, S):
     off[S] = tot
     cnt = [0] * J
     ncell = [0] * J
-    dirty = [0] * J
     q = [0.0] * J
     d = [_INF] * J
     settled = [0] * J
@@ -192,26 +191,6 @@ def _auction(V, A, lo, caps, K, S):
                     tgt = m
                     break
                 mJ = m * J
-                if dirty[m] != 0:
-                    for l in range(J):
-                        if carg[mJ + l] != -2:
-                            continue
-                        bk = _INF
-                        ba = -1
-                        for t in range(ncell[m]):
-                            c = cell_cls[off[m] + t]
-                            w = cls_first[c]
-                            vl = value(l, w)
-                            if vl is None:
-                                continue
-                            vm = value(m, w)
-                            key = vm - vl
-                            if key < bk:
-                                bk = key
-                                ba = c
-                        cmin[mJ + l] = bk
-                        carg[mJ + l] = ba
-                    dirty[m] = 0
                 qm = q[m]
                 nm = -1
                 ndm = _INF
@@ -219,6 +198,26 @@ def _auction(V, A, lo, caps, K, S):
                     if settled[l] != 0:
                         continue
                     c = carg[mJ + l]
+                    if c == -2:
+                        rc = (cmin[mJ + l] - qm) + q[l]
+                        if rc < 0.0:
+                            rc = 0.0
+                        if dm + rc < d[l]:
+                            bk = _INF
+                            ba = -1
+                            for t in range(ncell[m]):
+                                cc = cell_cls[off[m] + t]
+                                w = cls_first[cc]
+                                vl = value(l, w)
+                                if vl is None:
+                                    continue
+                                key = value(m, w) - vl
+                                if key < bk:
+                                    bk = key
+                                    ba = cc
+                            cmin[mJ + l] = bk
+                            carg[mJ + l] = ba
+                            c = ba
                     if c >= 0:
                         rc = (cmin[mJ + l] - qm) + q[l]
                         if rc < 0.0:
@@ -275,7 +274,6 @@ def _auction(V, A, lo, caps, K, S):
                         for l2 in range(J):
                             if carg[mJ + l2] == c:
                                 carg[mJ + l2] = -2
-                                dirty[m] = 1
                 else:
                     supply[c0] -= delta
                 p = cell_find(l, c)
@@ -292,7 +290,7 @@ def _auction(V, A, lo, caps, K, S):
                     vw = value(l, w)
                     lJ = l * J
                     for l2 in range(J):
-                        if l2 == l or cap[l2] == 0 or carg[lJ + l2] == -2:
+                        if l2 == l or cap[l2] == 0:
                             continue
                         vl = value(l2, w)
                         if vl is None:
@@ -417,12 +415,13 @@ def market_category_kernel(rho, work, comm_time, sizes, form, max_rounds,
     CT = comm_time.tolist()
     caps = [int(n) for n in sizes]
     X = [0.0] * S
-    for i in range(S):
-        s = 0.0
-        for k in range(K):
-            s += R[k][i]
-        X[i] = caps[i] * (s / K)
-    if form != FORM_PRICE:
+    if form == FORM_PRICE:
+        for i in range(S):
+            s = 0.0
+            for k in range(K):
+                s += R[k][i]
+            X[i] = caps[i] * (s / K)
+    else:
         lists = job_order.tolist()
         lens = [int(n) for n in order_len]
         rank = worker_rank.tolist()
