@@ -307,12 +307,11 @@ def smp_place(problem, seed=None, **options):
         seed = int(np.random.SeedSequence().entropy % (1 << 64))
     t0 = time.perf_counter()
     centre = centre_sizes(problem)
-    cat_backend = "python" if opts["backend"] == "python" else opts["backend"]
     cats = sample_categories(
         K, S, opts["samples"], seed=seed, exact=False, method=opts["sampling"],
         centre=centre if opts["sampling"] == "weighted" else None,
         **({"spread": opts["spread"]} if opts["spread"] is not None and opts["sampling"] == "weighted" else {}),
-        backend=cat_backend,
+        backend=opts["backend"],
     )
     cats = np.ascontiguousarray(cats, dtype=np.int64)
     t1 = time.perf_counter()

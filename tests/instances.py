@@ -7,14 +7,14 @@
 - :func:`gavel_problem`: type-homogeneous problems (speeds 1) from the Gavel
   throughput table (``../shared/data/gavel/throughputs.json``, MODEL.md 6).
 """
-import ast
 import functools
-import json
 import math
-import re
 from pathlib import Path
 
 import numpy as np
+
+from hetplace.data import DEFAULT_GRAD_BYTES
+from hetplace.data import load_gavel as load_gavel_table
 
 from hetplace import Problem
 from hetplace.errors import InvalidProblemError
@@ -33,15 +33,7 @@ __all__ = [
 
 GAVEL_TYPES = ("k80", "p100", "v100")
 #: plausible gradient sizes per model family (bytes; from parameter counts)
-GRAD_BYTES = {
-    "ResNet-18": 45e6,
-    "ResNet-50": 100e6,
-    "Transformer": 250e6,
-    "LM": 80e6,
-    "Recommendation": 50e6,
-    "A3C": 4e6,
-    "CycleGAN": 45e6,
-}
+GRAD_BYTES = DEFAULT_GRAD_BYTES
 #: ~10 Gbit/s per worker link
 BANDWIDTH = 1.25e9
 
@@ -163,20 +155,10 @@ def load_gavel(path=None):
     path = Path(path) if path is not None else gavel_path()
     if not path.is_file():
         raise FileNotFoundError(f"Gavel throughputs not found at {path}")
-    data = json.loads(path.read_text())
-    steps = {}
-    for g, gpu in enumerate(GAVEL_TYPES):
-        for key, entry in data[gpu].items():
-            model, n_gpus = ast.literal_eval(key)
-            if n_gpus == 1:
-                steps.setdefault(model, [0.0] * len(GAVEL_TYPES))[g] = float(entry["null"])
-    models = tuple(sorted(steps))
-    per_gpu = []
-    for model in models:
-        m = re.search(r"batch size (\d+)", model)
-        per_gpu.append(int(m.group(1)) if m else 1)
-    per_gpu = np.array(per_gpu, dtype=np.int64)
-    rates = np.array([steps[m] for m in models]) * per_gpu[:, None]
+    table = load_gavel_table(path)
+    models = tuple(table.models)
+    per_gpu = np.array([table.per_gpu_batch(m) for m in models], dtype=np.int64)
+    rates = np.array([[table.samples_per_second(m, t) for t in GAVEL_TYPES] for m in models])
     return models, rates, per_gpu
 
 
