@@ -177,7 +177,7 @@ def _run(problem, cats, opts):
             from ._core._polish_nb import polish_impl
 
             for s in range(N):
-                out_total[s] = _one_sample_py(_matching_py, polish_impl, s, *market_args)
+                out_total[s] = _one_sample_py(_matching_py, s, *market_args)
         elif backend == "numba":
             from ._core._smp_nb import run_samples
 
@@ -258,7 +258,7 @@ def _total_py(problem, wj):
     return total
 
 
-def _one_sample_py(mod, polish_impl, s, rho, work, comm, worker_type, speed, uniform, cats, form,
+def _one_sample_py(mod, s, rho, work, comm, worker_type, speed, uniform, cats, form,
                    max_rounds, job_order, order_len, worker_rank, do_polish, max_steps,
                    out_wj, out_total, out_stats, nf, ni):
     """Pure-Python twin of one iteration of ``_smp_nb.run_samples`` (market only)."""
