@@ -34,7 +34,7 @@ import numpy as np
 from ._validation import check_choice, check_positive_int
 from .errors import InvalidOptionError
 
-__all__ = ["smp_place", "SMP_DEFAULTS", "BACKENDS", "centre_sizes"]
+__all__ = ["smp_place", "SMP_DEFAULTS", "BACKENDS", "centre_sizes", "worker_classes", "class_modes"]
 
 BACKENDS = ("auto", "cython", "numba", "python")
 
@@ -143,18 +143,61 @@ def _ordinal_prefs(rho, backend):
     return job_order, order_len, worker_rank
 
 
+def worker_classes(problem):
+    """Group workers with identical throughput columns (same type and speed).
+
+    Returns
+    -------
+    rhoC : float64 (S, C)    throughput of one worker of each class per job
+    mc : int64 (C,)          workers per class
+    class_of : int64 (K,)    class of every worker
+    members : int64 (K,)     workers sorted by class, ascending index within a class
+    cls_start : int64 (C+1,) class c is ``members[cls_start[c]:cls_start[c+1]]``
+
+    Classes are ordered by (type, speed).
+    """
+    t, sp = problem.worker_type, problem.worker_speed
+    members = np.lexsort((sp, t)).astype(np.int64)  # stable: ascending index within a class
+    ts, ss = t[members], sp[members]
+    new = np.ones(members.size, dtype=bool)
+    new[1:] = (ts[1:] != ts[:-1]) | (ss[1:] != ss[:-1])
+    starts = np.flatnonzero(new)
+    cls_start = np.append(starts, members.size).astype(np.int64)
+    class_of = np.empty(members.size, dtype=np.int64)
+    class_of[members] = np.cumsum(new) - 1
+    rhoC = np.ascontiguousarray(problem.worker_throughput[:, members[starts]])
+    return rhoC, np.diff(cls_start), class_of, members, cls_start
+
+
+def class_modes(S, K, C, matching):
+    """(market on classes, polish on classes) for S jobs, K workers in C classes.
+
+    The class market's shortest-path searches run over the C classes instead
+    of the S jobs, so it is used for the price form when ``C <= S``.  A class
+    polish step costs O(S C^2) against O(R^2) for worker representatives
+    (R <= min(K, (S+1) C) of them), so it is used when that is not larger.
+    """
+    market = matching == "price" and C <= S
+    polish = (S + 1) * C * C <= min(K, (S + 1) * C) ** 2
+    return market, polish
+
+
 def _run(problem, cats, opts):
-    """Evaluate all categories on the chosen backend; returns (worker_job, total, stats).
+    """Evaluate all categories on the chosen backend; returns (worker_job, total, stats, modes).
 
     Pass 1 (parallel): every category through the market.  Pass 2 (parallel):
     the ``polish_top`` best distinct market results (all when None) through the
-    local search.  Rows not polished keep their market result.
+    local search.  Rows not polished keep their market result.  Each pass runs
+    on worker classes or on single workers as :func:`class_modes` decides.
     """
     from ._core._matching_py import FORM_ORDINAL, FORM_PRICE, market_workspace_size
 
     rho = problem.worker_throughput
     S, K = rho.shape
     N = cats.shape[0]
+    rhoC, mc, class_of, members, cls_start = worker_classes(problem)
+    C = mc.size
+    market_cls, polish_cls = class_modes(S, K, C, opts["matching"])
     form = FORM_PRICE if opts["matching"] == "price" else FORM_ORDINAL
     if form == FORM_ORDINAL:
         job_order, order_len, worker_rank = _ordinal_prefs(rho, opts["backend"])
@@ -162,44 +205,95 @@ def _run(problem, cats, opts):
         job_order = np.zeros((1, 1), dtype=np.int64)
         order_len = np.zeros(1, dtype=np.int64)
         worker_rank = np.zeros((1, 1), dtype=np.float64)
-    nf, ni = market_workspace_size(S, K)
     out_wj = np.full((N, K), -1, dtype=np.int64)
     out_total = np.empty(N)
     out_stats = np.zeros((N, 3), dtype=np.int64)
     common = (rho, problem.work, problem.comm_time, problem.worker_type, problem.worker_speed,
               problem.uniform_speed)
-    market_args = common + (cats, form, opts["max_rounds"], job_order, order_len, worker_rank,
-                            False, _MAX_POLISH_STEPS, out_wj, out_total, out_stats, nf, ni)
+    ccommon = (rhoC, problem.work, problem.comm_time, mc)
+    if market_cls:
+        from ._core._classes_nb import class_market_workspace_size
+
+        nf, ni = class_market_workspace_size(S, C, K)
+        market_args = ccommon + (members, cls_start, cats, opts["max_rounds"], out_wj, out_total, out_stats, nf, ni)
+    else:
+        nf, ni = market_workspace_size(S, K)
+        market_args = common + (cats, form, opts["max_rounds"], job_order, order_len, worker_rank,
+                                False, _MAX_POLISH_STEPS, out_wj, out_total, out_stats, nf, ni)
     backend, threads = opts["backend"], opts["threads"]
     with _threads(backend, threads):
         if backend == "python":
-            from ._core import _matching_py
-            from ._core._polish_nb import polish_impl
+            if market_cls:
+                _market_classes_py(*market_args)
+            else:
+                from ._core import _matching_py
 
-            for s in range(N):
-                out_total[s] = _one_sample_py(_matching_py, s, *market_args)
+                for s in range(N):
+                    out_total[s] = _one_sample_py(_matching_py, s, *market_args)
         elif backend == "numba":
-            from ._core._smp_nb import run_samples
+            from ._core import _smp_nb
 
-            run_samples(*market_args)
+            (_smp_nb.run_samples_classes if market_cls else _smp_nb.run_samples)(*market_args)
         else:
             from ._core import _smp
 
-            _smp.run_samples(*market_args, threads or 0)
+            (_smp.run_samples_classes if market_cls else _smp.run_samples)(*market_args, threads or 0)
         if opts["polish"]:
             rows = _rows_to_polish(out_wj, out_total, opts["polish_top"])
-            polish_args = common + (rows, _MAX_POLISH_STEPS, out_wj, out_total, out_stats)
-            if backend == "python":
-                for s in rows:
-                    out_stats[s, 2] = polish_impl(*common, out_wj[s], _MAX_POLISH_STEPS)
-                    out_total[s] = _total_py(problem, out_wj[s])
-            elif backend == "numba":
-                from ._core._smp_nb import polish_rows
-
-                polish_rows(*polish_args)
+            if polish_cls:
+                polish_args = ccommon + (class_of, members, cls_start, rows, _MAX_POLISH_STEPS,
+                                         out_wj, out_total, out_stats)
             else:
-                _smp.polish_rows(*polish_args, threads or 0)
-    return out_wj, out_total, out_stats
+                polish_args = common + (rows, _MAX_POLISH_STEPS, out_wj, out_total, out_stats)
+            if backend == "python":
+                (_polish_classes_py if polish_cls else _polish_workers_py)(problem, *polish_args)
+            elif backend == "numba":
+                from ._core import _smp_nb
+
+                (_smp_nb.polish_rows_classes if polish_cls else _smp_nb.polish_rows)(*polish_args)
+            else:
+                (_smp.polish_rows_classes if polish_cls else _smp.polish_rows)(*polish_args, threads or 0)
+    modes = dict(classes=int(C), market_on="classes" if market_cls else "workers",
+                 polish_on="classes" if polish_cls else "workers")
+    return out_wj, out_total, out_stats, modes
+
+
+def _market_classes_py(rhoC, work, comm, mc, members, cls_start, cats, max_rounds,
+                       out_wj, out_total, out_stats, nf, ni):
+    """Plain-Python twin of ``_smp_nb.run_samples_classes``."""
+    from ._core._classes_nb import class_market_py, expand_counts
+
+    S, C = rhoC.shape
+    for s in range(cats.shape[0]):
+        cnt = np.zeros((S, C), dtype=np.int64)
+        st = np.zeros(2, dtype=np.int64)
+        out_total[s] = class_market_py(rhoC, work, comm, mc, cats[s], max_rounds, cnt, st)
+        out_stats[s, 0], out_stats[s, 1] = st[0], st[1]
+        expand_counts(cnt, members, cls_start, out_wj[s])
+
+
+def _polish_classes_py(problem, rhoC, work, comm, mc, class_of, members, cls_start, rows, max_steps,
+                       out_wj, out_total, out_stats):
+    """Plain-Python twin of ``_smp_nb.polish_rows_classes``."""
+    from ._core._classes_nb import class_totals, counts_of, expand_counts, polish_classes_impl
+
+    S, C = rhoC.shape
+    for s in rows:
+        cnt = np.zeros((S, C), dtype=np.int64)
+        counts_of(out_wj[s], class_of, cnt)
+        out_stats[s, 2] = polish_classes_impl(rhoC, work, comm, mc, cnt, max_steps)
+        expand_counts(cnt, members, cls_start, out_wj[s])
+        out_total[s] = class_totals(rhoC, work, comm, cnt, np.zeros(S), np.zeros(S, dtype=np.int64))
+
+
+def _polish_workers_py(problem, rho, work, comm, worker_type, speed, uniform, rows, max_steps,
+                       out_wj, out_total, out_stats):
+    """Plain-Python twin of ``_smp_nb.polish_rows``."""
+    from ._core._polish_nb import polish_impl
+
+    for s in rows:
+        out_stats[s, 2] = polish_impl(rho, work, comm, worker_type, speed, uniform, out_wj[s], max_steps)
+        out_total[s] = _total_py(problem, out_wj[s])
 
 
 def _rows_to_polish(out_wj, out_total, top):
@@ -315,7 +409,7 @@ def smp_place(problem, seed=None, **options):
     )
     cats = np.ascontiguousarray(cats, dtype=np.int64)
     t1 = time.perf_counter()
-    out_wj, out_total, out_stats = _run(problem, cats, opts)
+    out_wj, out_total, out_stats, modes = _run(problem, cats, opts)
     t2 = time.perf_counter()
     if not np.isfinite(out_total).any():
         # every sampled category was infeasible for the allowed pairs: fall back to greedy
@@ -336,6 +430,7 @@ def smp_place(problem, seed=None, **options):
         sampling=opts["sampling"],
         matching=opts["matching"],
         polish=bool(opts["polish"]),
+        **modes,
         sample_time=t1 - t0,
         market_time=t2 - t1,
     )

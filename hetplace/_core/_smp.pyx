@@ -1,13 +1,15 @@
 # SMP sample driver, Cython twin of _smp_nb.py: every sampled category through the
 # market (run_samples), then the best distinct results through the polish
-# (polish_rows), each in an OpenMP prange without the GIL.
+# (polish_rows), each in an OpenMP prange without the GIL; run_samples_classes and
+# polish_rows_classes are the same passes on worker classes, with the Cython twins
+# of the kernels in _classes_nb.py (same operations, same order).
 # Kernel: inputs are trusted (validated by hetplace.smp); no bounds checks.
 from cython.parallel cimport prange
-from libc.math cimport INFINITY
+from libc.math cimport INFINITY, NAN
 from libc.stdint cimport int64_t
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport calloc, free, malloc
 
-from hetplace._core._matching cimport FORM_PRICE, market_category_c
+from hetplace._core._matching cimport FORM_PRICE, auction_c, market_category_c
 from hetplace._core._polish cimport polish_nogil
 
 cimport numpy as cnp
@@ -116,3 +118,447 @@ def polish_rows(const double[:, ::1] rho, const double[::1] work, const double[:
     for j in range(R):
         if out_stats[rows[j], 2] < 0 or out_total[rows[j]] == INFINITY:
             raise MemoryError("SMP: out of memory while polishing")
+
+
+
+# ------------------------------------------------------------ worker classes
+# Twins of hetplace/_core/_classes_nb.py (see its docstrings).  Matrices are
+# row-major pointers: rhoC and cnt (S, C), comm (S, K1) with K1 = K + 1.
+
+cdef inline double _ccost(const double* work, const double* comm, Py_ssize_t K1,
+                          Py_ssize_t i, double X, int64_t n) noexcept nogil:
+    return work[i] / X + comm[i * K1 + n]
+
+
+cdef double _class_totals(const double* rhoC, const double* work, const double* comm,
+                          Py_ssize_t K1, const int64_t* cnt, Py_ssize_t S, Py_ssize_t C,
+                          double* X, int64_t* n) noexcept nogil:
+    cdef Py_ssize_t i, c
+    cdef double s, total = 0.0
+    cdef int64_t m
+    for i in range(S):
+        s = 0.0
+        m = 0
+        for c in range(C):
+            if cnt[i * C + c] > 0:
+                s += cnt[i * C + c] * rhoC[i * C + c]
+                m += cnt[i * C + c]
+        X[i] = s
+        n[i] = m
+    for i in range(S):
+        if n[i] == 0:
+            return INFINITY
+        total += work[i] / X[i] + comm[i * K1 + n[i]]
+    return total
+
+
+cdef void _expand_counts(const int64_t* cnt, Py_ssize_t S, Py_ssize_t C, const int64_t* members,
+                         const int64_t* cls_start, int64_t* wj) noexcept nogil:
+    cdef Py_ssize_t c, i, p
+    cdef int64_t t
+    for c in range(C):
+        p = cls_start[c]
+        for i in range(S):
+            for t in range(cnt[i * C + c]):
+                wj[members[p]] = i
+                p += 1
+        while p < cls_start[c + 1]:
+            wj[members[p]] = -1
+            p += 1
+
+
+cdef void _counts_of(const int64_t* wj, Py_ssize_t K, const int64_t* class_of, int64_t* cnt,
+                     Py_ssize_t S, Py_ssize_t C) noexcept nogil:
+    cdef Py_ssize_t k, t
+    cdef int64_t i
+    for t in range(S * C):
+        cnt[t] = 0
+    for k in range(K):
+        i = wj[k]
+        if i >= 0:
+            cnt[i * C + class_of[k]] += 1
+
+
+cdef void _fill_units(const double* rhoC, const double* work, const double* X,
+                      const int64_t* sizes, Py_ssize_t S, Py_ssize_t C, Py_ssize_t K,
+                      double* V) noexcept nogil:
+    cdef Py_ssize_t i, c, u = 0
+    cdef int64_t t
+    cdef double a, x
+    for i in range(S):
+        a = work[i] / (X[i] * X[i])
+        for t in range(sizes[i]):
+            for c in range(C):
+                x = rhoC[i * C + c]
+                if x > 0.0:
+                    V[u * C + c] = a * x
+                else:
+                    V[u * C + c] = NAN
+            u += 1
+    while u < K:
+        for c in range(C):
+            V[u * C + c] = 0.0
+        u += 1
+
+
+cdef double _class_market_c(const double* rhoC, const double* work, const double* comm,
+                            Py_ssize_t K1, const int64_t* mc, const int64_t* sizes,
+                            Py_ssize_t S, Py_ssize_t C, Py_ssize_t max_rounds,
+                            int64_t* cnt_best, int64_t* stats,
+                            double* fws, int64_t* iws) noexcept nogil:
+    """Twin of _classes_nb.class_market; buffers of class_market_workspace_size."""
+    cdef Py_ssize_t K = 0, i, c, r, u, t
+    cdef double s, total, best = INFINITY
+    cdef int status
+    cdef int64_t rounds = 0, props = 0
+    cdef bint same
+    for c in range(C):
+        K += mc[c]
+    cdef double* X = fws
+    cdef double* Xt = fws + S
+    cdef double* ones = fws + 2 * S
+    cdef double* jp = fws + 2 * S + C
+    cdef double* V = fws + 2 * S + 2 * C + 1
+    cdef double* fsub = V + K * C
+    cdef int64_t* unit_col = iws
+    cdef int64_t* n = iws + K
+    cdef int64_t* cnt = iws + K + S
+    cdef int64_t* prev = iws + K + S + S * C
+    cdef int64_t* isub = iws + K + S + 2 * S * C
+    for c in range(C):
+        ones[c] = 1.0
+    for i in range(S):
+        s = 0.0
+        for c in range(C):
+            s += mc[c] * rhoC[i * C + c]
+        X[i] = sizes[i] * (s / K)
+    for r in range(max_rounds):
+        rounds += 1
+        _fill_units(rhoC, work, X, sizes, S, C, K, V)
+        status = auction_c(V, ones, -INFINITY, mc, C, K, unit_col, jp, stats, fsub, isub)
+        props += stats[1]
+        u = 0
+        for i in range(S):
+            for c in range(C):
+                cnt[i * C + c] = 0
+            for t in range(sizes[i]):
+                if unit_col[u] >= 0:
+                    cnt[i * C + unit_col[u]] += 1
+                u += 1
+        total = _class_totals(rhoC, work, comm, K1, cnt, S, C, Xt, n)
+        if r == 0 or total < best:
+            best = total
+            for t in range(S * C):
+                cnt_best[t] = cnt[t]
+        if status != 0:
+            break
+        if r > 0:
+            same = True
+            for t in range(S * C):
+                if cnt[t] != prev[t]:
+                    same = False
+                    break
+            if same:
+                break
+        for t in range(S * C):
+            prev[t] = cnt[t]
+        for i in range(S):
+            X[i] = Xt[i]
+    stats[0] = rounds
+    stats[1] = props
+    return best
+
+
+cdef inline void _refresh(const double* rhoC, const int64_t* cnt, Py_ssize_t C,
+                          double* X, int64_t* n, Py_ssize_t i) noexcept nogil:
+    cdef double s = 0.0
+    cdef int64_t m = 0
+    cdef Py_ssize_t c
+    for c in range(C):
+        if cnt[i * C + c] > 0:
+            s += cnt[i * C + c] * rhoC[i * C + c]
+            m += cnt[i * C + c]
+    X[i] = s
+    n[i] = m
+
+
+cdef long long _polish_classes_c(const double* rhoC, const double* work, const double* comm,
+                                 Py_ssize_t K1, const int64_t* mc, int64_t* cnt,
+                                 Py_ssize_t S, Py_ssize_t C, long long max_steps) noexcept nogil:
+    """Twin of _classes_nb.polish_classes_impl; -1 when out of memory."""
+    cdef Py_ssize_t i, c, e, a, b, j1, j2, t, ba, bb, bc, bd
+    cdef long long steps = 0
+    cdef int kind
+    cdef int64_t u
+    cdef double total, best, v, v1, v2, x, r, d, g
+    cdef double* X = <double*> calloc(S, sizeof(double))
+    cdef int64_t* n = <int64_t*> calloc(S, sizeof(int64_t))
+    cdef int64_t* idle = <int64_t*> calloc(C, sizeof(int64_t))
+    if X == NULL or n == NULL or idle == NULL:
+        free(X); free(n); free(idle)
+        return -1
+    for i in range(S):
+        _refresh(rhoC, cnt, C, X, n, i)
+    for c in range(C):
+        u = mc[c]
+        for i in range(S):
+            u -= cnt[i * C + c]
+        idle[c] = u
+    while steps < max_steps:
+        total = 0.0
+        for i in range(S):
+            total += _ccost(work, comm, K1, i, X[i], n[i])
+        best = -1e-12 * total
+        kind = 0
+        bc = -1
+        bd = -1
+        ba = -1
+        bb = -1
+        for c in range(C):
+            v1 = INFINITY
+            j1 = -1
+            v2 = INFINITY
+            j2 = -1
+            for b in range(S + 1):
+                if b < S:
+                    x = rhoC[b * C + c]
+                    if x <= 0.0 or n[b] >= K1 - 1:  # every worker already on b
+                        continue
+                    v = _ccost(work, comm, K1, b, X[b] + x, n[b] + 1) - _ccost(work, comm, K1, b, X[b], n[b])
+                else:
+                    v = 0.0
+                if v < v1:
+                    v2 = v1
+                    j2 = j1
+                    v1 = v
+                    j1 = b
+                elif v < v2:
+                    v2 = v
+                    j2 = b
+            for a in range(S + 1):
+                if a < S:
+                    if cnt[a * C + c] == 0 or n[a] == 1:
+                        continue
+                    r = _ccost(work, comm, K1, a, X[a] - rhoC[a * C + c], n[a] - 1) - _ccost(work, comm, K1, a, X[a], n[a])
+                else:
+                    if idle[c] == 0:
+                        continue
+                    r = 0.0
+                if j1 != a:
+                    v = v1
+                    t = j1
+                else:
+                    v = v2
+                    t = j2
+                if t < 0:
+                    continue
+                d = r + v
+                if d < best:
+                    best = d
+                    kind = 1
+                    bc = c
+                    ba = a
+                    bb = t
+        for c in range(C):
+            for e in range(c + 1, C):
+                v1 = INFINITY
+                j1 = -1
+                v2 = INFINITY
+                j2 = -1
+                for b in range(S + 1):
+                    if b < S:
+                        if cnt[b * C + e] == 0:
+                            continue
+                        x = rhoC[b * C + c]
+                        if x <= 0.0:
+                            continue
+                        v = _ccost(work, comm, K1, b, X[b] - rhoC[b * C + e] + x, n[b]) - _ccost(work, comm, K1, b, X[b], n[b])
+                    else:
+                        if idle[e] == 0:
+                            continue
+                        v = 0.0
+                    if v < v1:
+                        v2 = v1
+                        j2 = j1
+                        v1 = v
+                        j1 = b
+                    elif v < v2:
+                        v2 = v
+                        j2 = b
+                if j1 < 0:
+                    continue
+                for a in range(S + 1):
+                    if a < S:
+                        if cnt[a * C + c] == 0:
+                            continue
+                        x = rhoC[a * C + e]
+                        if x <= 0.0:
+                            continue
+                        g = _ccost(work, comm, K1, a, X[a] - rhoC[a * C + c] + x, n[a]) - _ccost(work, comm, K1, a, X[a], n[a])
+                    else:
+                        if idle[c] == 0:
+                            continue
+                        g = 0.0
+                    if j1 != a:
+                        v = v1
+                        t = j1
+                    else:
+                        v = v2
+                        t = j2
+                    if t < 0:
+                        continue
+                    d = g + v
+                    if d < best:
+                        best = d
+                        kind = 2
+                        bc = c
+                        bd = e
+                        ba = a
+                        bb = t
+        if kind == 0:
+            break
+        if kind == 1:
+            if ba < S:
+                cnt[ba * C + bc] -= 1
+                _refresh(rhoC, cnt, C, X, n, ba)
+            else:
+                idle[bc] -= 1
+            if bb < S:
+                cnt[bb * C + bc] += 1
+                _refresh(rhoC, cnt, C, X, n, bb)
+            else:
+                idle[bc] += 1
+        else:
+            if ba < S:
+                cnt[ba * C + bc] -= 1
+                cnt[ba * C + bd] += 1
+                _refresh(rhoC, cnt, C, X, n, ba)
+            else:
+                idle[bc] -= 1
+                idle[bd] += 1
+            if bb < S:
+                cnt[bb * C + bd] -= 1
+                cnt[bb * C + bc] += 1
+                _refresh(rhoC, cnt, C, X, n, bb)
+            else:
+                idle[bd] -= 1
+                idle[bc] += 1
+        steps += 1
+    free(X)
+    free(n)
+    free(idle)
+    return steps
+
+
+cdef double _class_sample(const double[:, ::1] rhoC, const double[::1] work,
+                          const double[:, ::1] comm, const int64_t[::1] mc,
+                          const int64_t[::1] members, const int64_t[::1] cls_start,
+                          const int64_t* sizes, Py_ssize_t max_rounds, int64_t* wj,
+                          int64_t* stats, Py_ssize_t nf, Py_ssize_t ni) noexcept nogil:
+    cdef Py_ssize_t S = rhoC.shape[0], C = rhoC.shape[1]
+    cdef double total
+    cdef int64_t mstats[2]
+    cdef double* fws = <double*> malloc((nf + 1) * sizeof(double))
+    cdef int64_t* iws = <int64_t*> malloc((ni + 1) * sizeof(int64_t))
+    cdef int64_t* cnt = <int64_t*> calloc(S * C, sizeof(int64_t))
+    if fws == NULL or iws == NULL or cnt == NULL:
+        free(fws); free(iws); free(cnt)
+        stats[0] = -1
+        return INFINITY
+    mstats[0] = 0
+    mstats[1] = 0
+    total = _class_market_c(&rhoC[0, 0], &work[0], &comm[0, 0], comm.shape[1], &mc[0], sizes,
+                            S, C, max_rounds, cnt, mstats, fws, iws)
+    _expand_counts(cnt, S, C, &members[0], &cls_start[0], wj)
+    free(fws)
+    free(iws)
+    free(cnt)
+    stats[0] = mstats[0]
+    stats[1] = mstats[1]
+    return total
+
+
+cdef double _class_polish_row(const double[:, ::1] rhoC, const double[::1] work,
+                              const double[:, ::1] comm, const int64_t[::1] mc,
+                              const int64_t[::1] class_of, const int64_t[::1] members,
+                              const int64_t[::1] cls_start, int64_t* wj, Py_ssize_t K,
+                              long long max_steps, int64_t* steps) noexcept nogil:
+    cdef Py_ssize_t S = rhoC.shape[0], C = rhoC.shape[1]
+    cdef double total
+    cdef int64_t* cnt = <int64_t*> calloc(S * C, sizeof(int64_t))
+    cdef double* X = <double*> calloc(S, sizeof(double))
+    cdef int64_t* n = <int64_t*> calloc(S, sizeof(int64_t))
+    if cnt == NULL or X == NULL or n == NULL:
+        free(cnt); free(X); free(n)
+        steps[0] = -1
+        return INFINITY
+    _counts_of(wj, K, &class_of[0], cnt, S, C)
+    steps[0] = _polish_classes_c(&rhoC[0, 0], &work[0], &comm[0, 0], comm.shape[1], &mc[0], cnt,
+                                 S, C, max_steps)
+    _expand_counts(cnt, S, C, &members[0], &cls_start[0], wj)
+    total = _class_totals(&rhoC[0, 0], &work[0], &comm[0, 0], comm.shape[1], cnt, S, C, X, n)
+    free(cnt); free(X); free(n)
+    return total
+
+
+def run_samples_classes(const double[:, ::1] rhoC, const double[::1] work, const double[:, ::1] comm,
+                        const int64_t[::1] mc, const int64_t[::1] members, const int64_t[::1] cls_start,
+                        const int64_t[:, ::1] cats, Py_ssize_t max_rounds,
+                        int64_t[:, ::1] out_wj, double[::1] out_total, int64_t[:, ::1] out_stats,
+                        Py_ssize_t nf, Py_ssize_t ni, int threads):
+    """Class-level market for every category (same contract as ``_smp_nb.run_samples_classes``)."""
+    cdef Py_ssize_t N = cats.shape[0], s
+    cdef int nt = threads if threads > 0 else 1
+    if threads <= 0:
+        import os
+        nt = os.cpu_count() or 1
+    for s in prange(N, nogil=True, num_threads=nt, schedule="dynamic"):
+        out_total[s] = _class_sample(rhoC, work, comm, mc, members, cls_start, &cats[s, 0],
+                                     max_rounds, &out_wj[s, 0], &out_stats[s, 0], nf, ni)
+    for s in range(N):
+        if out_stats[s, 0] < 0:
+            raise MemoryError("SMP: out of memory while evaluating a sample")
+
+
+def polish_rows_classes(const double[:, ::1] rhoC, const double[::1] work, const double[:, ::1] comm,
+                        const int64_t[::1] mc, const int64_t[::1] class_of, const int64_t[::1] members,
+                        const int64_t[::1] cls_start, const int64_t[::1] rows, int64_t max_steps,
+                        int64_t[:, ::1] out_wj, double[::1] out_total, int64_t[:, ::1] out_stats,
+                        int threads):
+    """Class-level polish of ``out_wj[rows[j]]`` (same contract as ``_smp_nb.polish_rows_classes``)."""
+    cdef Py_ssize_t R = rows.shape[0], j, s, K = out_wj.shape[1]
+    cdef int nt = threads if threads > 0 else 1
+    if threads <= 0:
+        import os
+        nt = os.cpu_count() or 1
+    for j in prange(R, nogil=True, num_threads=nt, schedule="dynamic"):
+        s = rows[j]
+        out_total[s] = _class_polish_row(rhoC, work, comm, mc, class_of, members, cls_start,
+                                         &out_wj[s, 0], K, max_steps, &out_stats[s, 2])
+    for j in range(R):
+        if out_stats[rows[j], 2] < 0:
+            raise MemoryError("SMP: out of memory while polishing")
+
+
+def class_market_kernel(const double[:, ::1] rhoC, const double[::1] work, const double[:, ::1] comm,
+                        const int64_t[::1] mc, const int64_t[::1] sizes, Py_ssize_t max_rounds,
+                        int64_t[:, ::1] cnt_best, int64_t[::1] stats, double[::1] fws, int64_t[::1] iws):
+    """One category on classes (see ``_classes_nb.class_market``)."""
+    cdef double total
+    with nogil:
+        total = _class_market_c(&rhoC[0, 0], &work[0], &comm[0, 0], comm.shape[1], &mc[0], &sizes[0],
+                                rhoC.shape[0], rhoC.shape[1], max_rounds, &cnt_best[0, 0], &stats[0],
+                                &fws[0], &iws[0])
+    return total
+
+
+def polish_classes_kernel(const double[:, ::1] rhoC, const double[::1] work, const double[:, ::1] comm,
+                          const int64_t[::1] mc, int64_t[:, ::1] cnt, long long max_steps):
+    """Class-count polish (see ``_classes_nb.polish_classes_impl``); returns the steps taken."""
+    cdef long long steps
+    with nogil:
+        steps = _polish_classes_c(&rhoC[0, 0], &work[0], &comm[0, 0], comm.shape[1], &mc[0], &cnt[0, 0],
+                                  rhoC.shape[0], rhoC.shape[1], max_steps)
+    if steps < 0:
+        raise MemoryError("polish: out of memory")
+    return steps

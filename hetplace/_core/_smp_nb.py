@@ -5,12 +5,15 @@
 Each sample writes only its own row of the outputs, so the result does not
 depend on the number of threads; the choice among samples is made afterwards,
 serially, by the public layer (:mod:`hetplace.smp`, which also holds the
-plain-Python twin of these loops).
+plain-Python twin of these loops).  ``run_samples_classes`` and
+``polish_rows_classes`` are the same two passes on worker classes
+(:mod:`hetplace._core._classes_nb`).
 """
 
 import numpy as np
 from numba import njit, prange
 
+from ._classes_nb import class_market, class_totals, counts_of, expand_counts, polish_classes
 from ._matching_nb import market_category_kernel
 from ._polish_nb import polish
 
@@ -63,3 +66,42 @@ def polish_rows(rho, work, comm, worker_type, speed, uniform, rows, max_steps,
         for i in range(S):
             total += work[i] / X[i] + comm[i, n[i]]
         out_total[s] = total
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def run_samples_classes(rhoC, work, comm, mc, members, cls_start, cats, max_rounds,
+                        out_wj, out_total, out_stats, nf, ni):
+    """Every category through the class-level market (``_classes_nb.class_market``).
+
+    Writes each sample's assignment (counts expanded to workers by
+    ``expand_counts``), its true total JCT and ``[rounds, proposals]``.
+    """
+    N = cats.shape[0]
+    S = rhoC.shape[0]
+    C = rhoC.shape[1]
+    for s in prange(N):
+        fws = np.empty(nf)
+        iws = np.empty(ni, dtype=np.int64)
+        cnt = np.zeros((S, C), dtype=np.int64)
+        st = np.zeros(2, dtype=np.int64)
+        out_total[s] = class_market(rhoC, work, comm, mc, cats[s], max_rounds, cnt, st, fws, iws)
+        out_stats[s, 0] = st[0]
+        out_stats[s, 1] = st[1]
+        expand_counts(cnt, members, cls_start, out_wj[s])
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def polish_rows_classes(rhoC, work, comm, mc, class_of, members, cls_start, rows, max_steps,
+                        out_wj, out_total, out_stats):
+    """Polish ``out_wj[rows[j]]`` on class counts (``_classes_nb.polish_classes``), in place."""
+    S = rhoC.shape[0]
+    C = rhoC.shape[1]
+    for j in prange(rows.shape[0]):
+        s = rows[j]
+        cnt = np.zeros((S, C), dtype=np.int64)
+        X = np.zeros(S)
+        n = np.zeros(S, dtype=np.int64)
+        counts_of(out_wj[s], class_of, cnt)
+        out_stats[s, 2] = polish_classes(rhoC, work, comm, mc, cnt, max_steps)
+        expand_counts(cnt, members, cls_start, out_wj[s])
+        out_total[s] = class_totals(rhoC, work, comm, cnt, X, n)

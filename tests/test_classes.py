@@ -1,0 +1,182 @@
+"""SMP on worker classes (hetplace/_core/_classes_nb.py and its Cython twin in _smp.pyx).
+
+* the class grouping is right (identical throughput columns, nothing merged that differs);
+* the class market's first round is welfare-optimal (SciPy's exact assignment on the
+  slot x worker matrix) and all three backends return the same counts and totals;
+* the class polish ends in a local optimum of the worker neighbourhood (slow full scan
+  in tests/reference.py), never worsens, and is bit-identical on every backend.
+"""
+
+import numpy as np
+import pytest
+
+import hetplace as hp
+from hetplace._core._classes_nb import (
+    class_market,
+    class_market_py,
+    class_market_workspace_size,
+    counts_of,
+    expand_counts,
+    polish_classes,
+    polish_classes_impl,
+)
+from hetplace.smp import class_modes, worker_classes
+
+from reference import assignment_optimum_reference, is_local_optimum_reference, mean_jct_reference
+from test_smp import needs_cython, random_problem
+
+try:
+    from hetplace._core import _smp as smp_cy
+except ImportError:  # pragma: no cover - extension not built
+    smp_cy = None
+
+
+def _problem(seed, **kw):
+    p = random_problem(seed, **kw)
+    return p, worker_classes(p)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_worker_classes_group_identical_columns_only(seed):
+    p, (rhoC, mc, class_of, members, cls_start) = _problem(seed)
+    rho = p.worker_throughput
+    assert mc.sum() == p.n_workers and (mc > 0).all()
+    for c in range(mc.size):
+        ws = members[cls_start[c]:cls_start[c + 1]]
+        assert (np.diff(ws) > 0).all()
+        assert (class_of[ws] == c).all()
+        np.testing.assert_array_equal(rho[:, ws], np.repeat(rhoC[:, [c]], ws.size, axis=1))
+    keys = {(int(p.worker_type[members[s]]), float(p.worker_speed[members[s]])) for s in cls_start[:-1]}
+    assert len(keys) == mc.size
+
+
+def test_class_modes_rule():
+    assert class_modes(S=256, K=4096, C=3, matching="price") == (True, True)
+    assert class_modes(S=256, K=4096, C=3, matching="ordinal") == (False, True)
+    assert class_modes(S=4, K=16, C=16, matching="price") == (False, False)
+
+
+def _market_all(p, classes, sizes, max_rounds):
+    rhoC, mc, _, _, _ = classes
+    S, C = rhoC.shape
+    nf, ni = class_market_workspace_size(S, C, p.n_workers)
+    out = []
+    fns = [("python", class_market_py), ("numba", class_market)]
+    if smp_cy is not None:
+        fns.append(("cython", smp_cy.class_market_kernel))
+    for name, fn in fns:
+        cnt = np.zeros((S, C), dtype=np.int64)
+        st = np.zeros(2, dtype=np.int64)
+        total = fn(rhoC, p.work, p.comm_time, mc, sizes, max_rounds, cnt, st, np.empty(nf), np.empty(ni, dtype=np.int64))
+        out.append((name, total, cnt, st.copy()))
+    return out
+
+
+def _random_sizes(p, rng):
+    S, K = p.n_jobs, p.n_workers
+    total = int(rng.integers(S, K + 1))
+    return (1 + rng.multinomial(total - S, np.ones(S) / S)).astype(np.int64)
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_class_market_first_round_is_welfare_optimal_and_backends_agree(seed):
+    p, classes = _problem(seed)
+    rhoC, mc, class_of, _, _ = classes
+    rng = np.random.default_rng(seed)
+    sizes = _random_sizes(p, rng)
+    res = _market_all(p, classes, sizes, max_rounds=1)
+    _, total0, cnt0, st0 = res[0]
+    for name, total, cnt, st in res[1:]:
+        np.testing.assert_array_equal(cnt, cnt0, err_msg=name)
+        assert total == total0 or (np.isinf(total) and np.isinf(total0)), name
+        np.testing.assert_array_equal(st, st0, err_msg=name)
+    # welfare of the first round against SciPy on the slot x worker matrix
+    K = p.n_workers
+    X0 = sizes * ((mc[None, :] * rhoC).sum(axis=1) / K)
+    a = p.work / (X0 * X0)
+    rho = p.worker_throughput
+    values = a[:, None] * rho
+    opt = assignment_optimum_reference(values, sizes, allowed=rho > 0)
+    if opt is None:  # the category cannot be filled: the partial assignment comes back
+        assert (cnt0.sum(axis=1) < sizes).any()
+        return
+    assert cnt0.sum(axis=1).tolist() == sizes.tolist()
+    assert (cnt0.sum(axis=0) <= mc).all()
+    assert ((cnt0 == 0) | (rhoC > 0)).all()
+    welfare = float((cnt0 * a[:, None] * rhoC).sum())
+    assert welfare == pytest.approx(opt, rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_class_market_iterated_backends_agree(seed):
+    p, classes = _problem(500 + seed, K_max=40, S_max=8)
+    sizes = _random_sizes(p, np.random.default_rng(seed))
+    res = _market_all(p, classes, sizes, max_rounds=8)
+    _, total0, cnt0, st0 = res[0]
+    for name, total, cnt, st in res[1:]:
+        np.testing.assert_array_equal(cnt, cnt0, err_msg=name)
+        assert total == total0 or (np.isinf(total) and np.isinf(total0)), name
+        np.testing.assert_array_equal(st, st0, err_msg=name)
+
+
+def _start(p, rng):
+    """A feasible placement with some idle workers (every job >= 1 allowed worker)."""
+    rho = p.worker_throughput
+    for _ in range(1000):
+        wj = np.full(p.n_workers, -1, dtype=np.int64)
+        for k in range(p.n_workers):
+            ok = np.flatnonzero(rho[:, k] > 0)
+            if ok.size and rng.random() < 0.8:
+                wj[k] = rng.choice(ok)
+        if np.bincount(wj[wj >= 0], minlength=p.n_jobs).min() > 0:
+            return wj
+    return hp.place(p, method="greedy").worker_job.copy()
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_class_polish_local_optimum_and_backends_agree(seed):
+    p, (rhoC, mc, class_of, members, cls_start) = _problem(seed, K_max=9, S_max=4)
+    start = _start(p, np.random.default_rng(seed))
+    S, C = rhoC.shape
+    ref = np.zeros((S, C), dtype=np.int64)
+    counts_of(start, class_of, ref)
+    begin = ref.copy()
+    steps = polish_classes_impl(rhoC, p.work, p.comm_time, mc, ref, 100_000)
+    fns = [polish_classes] + ([smp_cy.polish_classes_kernel] if smp_cy is not None else [])
+    for fn in fns:
+        cnt = begin.copy()
+        assert fn(rhoC, p.work, p.comm_time, mc, cnt, 100_000) == steps
+        np.testing.assert_array_equal(cnt, ref)
+    wj = np.empty(p.n_workers, dtype=np.int64)
+    expand_counts(ref, members, cls_start, wj)
+    assert hp.is_feasible(p, wj)
+    assert mean_jct_reference(p, wj) <= mean_jct_reference(p, start) * (1 + 1e-12)
+    assert is_local_optimum_reference(p, wj)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_expand_and_count_round_trip(seed):
+    p, (rhoC, mc, class_of, members, cls_start) = _problem(seed)
+    wj = _start(p, np.random.default_rng(seed))
+    cnt = np.zeros(rhoC.shape, dtype=np.int64)
+    counts_of(wj, class_of, cnt)
+    out = np.empty_like(wj)
+    expand_counts(cnt, members, cls_start, out)
+    again = np.zeros_like(cnt)
+    counts_of(out, class_of, again)
+    np.testing.assert_array_equal(again, cnt)
+    # the expansion is canonical: lowest-indexed workers of a class go to the lowest job
+    for c in range(mc.size):
+        ws = members[cls_start[c]:cls_start[c + 1]]
+        js = out[ws]
+        busy = js[js >= 0]
+        assert (np.diff(busy) >= 0).all() and (js[busy.size:] == -1).all()
+
+
+@needs_cython
+def test_polish_max_steps_is_honoured():
+    p, (rhoC, mc, class_of, _, _) = _problem(5, K_max=30, S_max=6)
+    cnt = np.zeros(rhoC.shape, dtype=np.int64)
+    counts_of(_start(p, np.random.default_rng(0)), class_of, cnt)
+    for fn in (polish_classes, smp_cy.polish_classes_kernel):
+        assert fn(rhoC, p.work, p.comm_time, mc, cnt.copy(), 1) <= 1
