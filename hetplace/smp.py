@@ -400,11 +400,11 @@ def smp_place(problem, seed=None, **options):
     if seed is None:
         seed = int(np.random.SeedSequence().entropy % (1 << 64))
     t0 = time.perf_counter()
-    centre = centre_sizes(problem)
+    weighted = opts["sampling"] == "weighted"
     cats = sample_categories(
         K, S, opts["samples"], seed=seed, exact=False, method=opts["sampling"],
-        centre=centre if opts["sampling"] == "weighted" else None,
-        **({"spread": opts["spread"]} if opts["spread"] is not None and opts["sampling"] == "weighted" else {}),
+        centre=centre_sizes(problem) if weighted else None,
+        **({"spread": opts["spread"]} if opts["spread"] is not None and weighted else {}),
         backend=opts["backend"],
     )
     cats = np.ascontiguousarray(cats, dtype=np.int64)
