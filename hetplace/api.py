@@ -18,7 +18,8 @@ METHODS = {
     "greedy": (),
     "exact": ("exact_method", "solver", "time_limit", "threads"),
     "auto": ("latency_budget",),
-    "smp": ("samples", "sampling", "matching", "polish", "polish_top", "fairness_tol", "max_rounds", "spread", "backend", "threads"),
+    "smp": ("samples", "sampling", "matching", "polish", "polish_top", "fairness_tol", "max_rounds", "spread",
+            "speed_buckets", "backend", "threads"),
 }
 
 
@@ -59,8 +60,8 @@ def place(problem, method="auto", seed=None, **options):
         Seed of randomised methods; the same seed gives the same placement.
     **options
         Method-specific options; ``"smp"`` takes ``samples``, ``sampling``,
-        ``matching``, ``polish``, ``fairness_tol``, ``max_rounds``, ``spread``,
-        ``backend`` and ``threads`` (see :data:`hetplace.smp.SMP_DEFAULTS`);
+        ``matching``, ``polish``, ``polish_top``, ``fairness_tol``,
+        ``max_rounds``, ``spread``, ``speed_buckets``, ``backend`` and ``threads`` (see :data:`hetplace.smp.SMP_DEFAULTS`);
         ``"auto"`` takes ``latency_budget``; ``"exact"`` takes ``exact_method``
         (``"auto"``, ``"dp"``, ``"milp"``, ``"brute"``), ``solver``,
         ``time_limit`` and ``threads``.  Unknown options are rejected.

@@ -48,11 +48,16 @@ SMP_DEFAULTS = dict(
     max_rounds=8,
     polish_top=16,
     spread=None,
+    speed_buckets=3,
     backend="auto",
     threads=None,
 )
 
 _MAX_POLISH_STEPS = 1_000_000
+
+#: Above this K * S, a cluster with more distinct (type, speed) classes than jobs
+#: is searched on approximate speed buckets (``speed_buckets``); see :func:`_run`.
+BUCKET_MIN_SIZE = 16_384
 
 
 def centre_sizes(problem, iterations=60):
@@ -122,6 +127,7 @@ def _iv(problem, options):
     opts["max_rounds"] = check_positive_int("max_rounds", opts["max_rounds"], allow_none=False, maximum=10_000)
     opts["polish_top"] = check_positive_int("polish_top", opts["polish_top"], maximum=10_000_000)
     opts["threads"] = check_positive_int("threads", opts["threads"], maximum=1024)
+    opts["speed_buckets"] = check_positive_int("speed_buckets", opts["speed_buckets"], maximum=1_000_000)
     opts["backend"] = resolve_backend(opts["backend"])
     return opts
 
@@ -143,29 +149,60 @@ def _ordinal_prefs(rho, backend):
     return job_order, order_len, worker_rank
 
 
-def worker_classes(problem):
-    """Group workers with identical throughput columns (same type and speed).
+def worker_classes(problem, buckets=None):
+    """Group the workers into classes for the class-level market and polish.
+
+    Parameters
+    ----------
+    problem : Problem
+    buckets : int, optional
+        None (default): exact classes, workers with identical throughput
+        columns (same type and speed).  An int B: approximate classes, the
+        workers of each type split into B buckets of (nearly) equal size by
+        speed, each bucket valued at its members' mean throughput.
 
     Returns
     -------
-    rhoC : float64 (S, C)    throughput of one worker of each class per job
+    rhoC : float64 (S, C)    throughput of a worker of each class per job
     mc : int64 (C,)          workers per class
     class_of : int64 (K,)    class of every worker
-    members : int64 (K,)     workers sorted by class, ascending index within a class
+    members : int64 (K,)     workers sorted by class; within a class ascending
+                             index (exact) or fastest first, ties by index (buckets)
     cls_start : int64 (C+1,) class c is ``members[cls_start[c]:cls_start[c+1]]``
 
-    Classes are ordered by (type, speed).
+    Classes are ordered by type, then by speed (ascending for exact classes,
+    descending for buckets).
     """
     t, sp = problem.worker_type, problem.worker_speed
-    members = np.lexsort((sp, t)).astype(np.int64)  # stable: ascending index within a class
-    ts, ss = t[members], sp[members]
-    new = np.ones(members.size, dtype=bool)
-    new[1:] = (ts[1:] != ts[:-1]) | (ss[1:] != ss[:-1])
+    K = t.size
+    if buckets is None:
+        key_order = (sp, t)
+    else:
+        bucket = np.empty(K, dtype=np.int64)
+        for g in range(problem.n_types):
+            ws = np.flatnonzero(t == g)
+            fastest = ws[np.lexsort((ws, -sp[ws]))]
+            bucket[fastest] = (np.arange(ws.size) * buckets) // max(ws.size, 1)
+        key_order = (np.arange(K), -sp, bucket, t)
+    members = np.lexsort(key_order).astype(np.int64)  # stable: ascending index among equal keys
+    if buckets is None:
+        ts, ss = t[members], sp[members]
+        new = np.ones(K, dtype=bool)
+        new[1:] = (ts[1:] != ts[:-1]) | (ss[1:] != ss[:-1])
+    else:
+        key = t[members] * buckets + bucket[members]
+        new = np.ones(K, dtype=bool)
+        new[1:] = key[1:] != key[:-1]
     starts = np.flatnonzero(new)
-    cls_start = np.append(starts, members.size).astype(np.int64)
-    class_of = np.empty(members.size, dtype=np.int64)
+    cls_start = np.append(starts, K).astype(np.int64)
+    class_of = np.empty(K, dtype=np.int64)
     class_of[members] = np.cumsum(new) - 1
-    rhoC = np.ascontiguousarray(problem.worker_throughput[:, members[starts]])
+    rho = problem.worker_throughput
+    if buckets is None:
+        rhoC = np.ascontiguousarray(rho[:, members[starts]])
+    else:
+        rhoC = np.stack([rho[:, members[a:b]].mean(axis=1) for a, b in zip(cls_start[:-1], cls_start[1:])], axis=1)
+        rhoC = np.ascontiguousarray(rhoC)
     return rhoC, np.diff(cls_start), class_of, members, cls_start
 
 
@@ -197,6 +234,10 @@ def _run(problem, cats, opts):
     N = cats.shape[0]
     rhoC, mc, class_of, members, cls_start = worker_classes(problem)
     C = mc.size
+    approx = opts["speed_buckets"] is not None and C > S and K * S > BUCKET_MIN_SIZE
+    if approx:
+        rhoC, mc, class_of, members, cls_start = worker_classes(problem, opts["speed_buckets"])
+        C = mc.size
     market_cls, polish_cls = class_modes(S, K, C, opts["matching"])
     form = FORM_PRICE if opts["matching"] == "price" else FORM_ORDINAL
     if form == FORM_ORDINAL:
@@ -253,9 +294,60 @@ def _run(problem, cats, opts):
                 (_smp_nb.polish_rows_classes if polish_cls else _smp_nb.polish_rows)(*polish_args)
             else:
                 (_smp.polish_rows_classes if polish_cls else _smp.polish_rows)(*polish_args, threads or 0)
+    if approx:
+        # bucket values were approximate: score every row truly, and reorder the
+        # workers inside each bucket of the polished rows (fastest to the job that
+        # values a worker of that bucket most) while that lowers the true total
+        out_total[:] = _true_totals(problem, out_wj)
+        for s in (rows if opts["polish"] else ()):
+            out_total[s] = _sort_buckets(problem, out_wj[s], members, cls_start, out_total[s])
     modes = dict(classes=int(C), market_on="classes" if market_cls else "workers",
-                 polish_on="classes" if polish_cls else "workers")
+                 polish_on="classes" if polish_cls else "workers", speed_buckets=opts["speed_buckets"] if approx else None)
     return out_wj, out_total, out_stats, modes
+
+
+def _true_totals(problem, out_wj):
+    """True total JCT of every row of ``out_wj`` (inf where a job has no worker)."""
+    S = problem.n_jobs
+    rho, work, comm = problem.worker_throughput, problem.work, problem.comm_time
+    out = np.empty(out_wj.shape[0])
+    for s, wj in enumerate(out_wj):
+        busy = wj >= 0
+        js, ks = wj[busy], np.flatnonzero(busy)
+        X = np.bincount(js, weights=rho[js, ks], minlength=S)
+        n = np.bincount(js, minlength=S)
+        out[s] = np.inf if (n == 0).any() else float(np.sum(work / X + comm[np.arange(S), n]))
+    return out
+
+
+def _sort_buckets(problem, wj, members, cls_start, total, rounds=3):
+    """Reassign workers inside each speed bucket, in place; return the new true total.
+
+    Keeps every job's count per bucket.  With ``a_i = work_i / X_i^2`` (the
+    market's linearised value), the fastest workers of a bucket go to the jobs
+    of largest ``a_i * rho[i, k]`` (rearrangement inequality: best for the
+    linearised objective), idle slots to the slowest.  Repeated while the true
+    total drops, at most ``rounds`` times.
+    """
+    rho = problem.worker_throughput
+    for _ in range(rounds):
+        busy = wj >= 0
+        js = wj[busy]
+        X = np.bincount(js, weights=rho[js, np.flatnonzero(busy)], minlength=problem.n_jobs)
+        a = problem.work / (X * X)
+        new = wj.copy()
+        for lo, hi in zip(cls_start[:-1], cls_start[1:]):
+            ws = members[lo:hi]  # fastest first
+            held = wj[ws]
+            j = np.maximum(held, 0)
+            value = np.where(held >= 0, a[j] * rho[j, ws[0]], -np.inf)
+            new[ws] = held[np.lexsort((held, -value))]
+        t = float(_true_totals(problem, new[None, :])[0])
+        if not t < total:
+            break
+        wj[:] = new
+        total = t
+    return total
 
 
 def _market_classes_py(rhoC, work, comm, mc, members, cls_start, cats, max_rounds,

@@ -180,3 +180,92 @@ def test_polish_max_steps_is_honoured():
     counts_of(_start(p, np.random.default_rng(0)), class_of, cnt)
     for fn in (polish_classes, smp_cy.polish_classes_kernel):
         assert fn(rhoC, p.work, p.comm_time, mc, cnt.copy(), 1) <= 1
+
+
+# ----------------------------------------------------------------- speed buckets
+
+
+@pytest.mark.parametrize("seed", range(20))
+@pytest.mark.parametrize("B", [1, 2, 3, 7])
+def test_speed_buckets_partition_each_type_by_speed(seed, B):
+    p = random_problem(seed, K_max=30)
+    rhoC, mc, class_of, members, cls_start = worker_classes(p, buckets=B)
+    t, sp, rho = p.worker_type, p.worker_speed, p.worker_throughput
+    assert mc.sum() == p.n_workers and (mc > 0).all()
+    for c in range(mc.size):
+        ws = members[cls_start[c]:cls_start[c + 1]]
+        assert np.unique(t[ws]).size == 1
+        assert (np.diff(sp[ws]) <= 0).all()  # fastest first
+        np.testing.assert_allclose(rhoC[:, c], rho[:, ws].mean(axis=1), rtol=1e-12)
+    for g in range(p.n_types):
+        cls = [c for c in range(mc.size) if t[members[cls_start[c]]] == g]
+        if cls:
+            assert len(cls) <= B and mc[cls].max() - mc[cls].min() <= 1
+            # buckets of one type do not interleave: every worker of a bucket is at
+            # least as fast as every worker of the next one
+            for c0, c1 in zip(cls[:-1], cls[1:]):
+                assert sp[members[cls_start[c0]:cls_start[c0 + 1]]].min() >= sp[members[cls_start[c1]:cls_start[c1 + 1]]].max()
+
+
+@pytest.fixture
+def buckets_always(monkeypatch):
+    """Use speed buckets on small instances too (the size threshold is for speed only)."""
+    import hetplace.smp
+
+    monkeypatch.setattr(hetplace.smp, "BUCKET_MIN_SIZE", 0)
+
+
+def _speeds_problem(seed):
+    rng = np.random.default_rng(seed)
+    S = int(rng.integers(2, 6))
+    K = int(rng.integers(3 * S, 40))
+    G = int(rng.integers(1, 4))
+    rho = rng.uniform(1, 100, (S, G)) * (rng.random((S, G)) > 0.2)
+    rho[:, 0] = np.maximum(rho[:, 0], 1.0)
+    return hp.Problem(rho, rng.multinomial(K, np.ones(G) / G), rng.integers(1, 512, S), rng.uniform(10, 1000, S),
+                      grad_bytes=rng.uniform(0, 5e7, S), bandwidth=1e8, worker_speed=rng.uniform(0.3, 1.0, K))
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_speed_bucket_placements_agree_across_backends_and_threads(seed, buckets_always):
+    p = _speeds_problem(seed)
+    runs = {b: hp.place(p, method="smp", seed=seed, backend=b, samples=8) for b in ("python", "numba")}
+    if smp_cy is not None:
+        runs["cython"] = hp.place(p, method="smp", seed=seed, backend="cython", samples=8)
+        two = hp.place(p, method="smp", seed=seed, backend="cython", samples=8, threads=2)
+        np.testing.assert_array_equal(two.worker_job, runs["cython"].worker_job)
+    ref = runs["python"]
+    assert ref.info["speed_buckets"] == 3
+    for b, pl in runs.items():
+        np.testing.assert_array_equal(pl.worker_job, ref.worker_job, err_msg=b)
+    assert hp.is_feasible(p, ref.worker_job)
+    for i in range(p.n_jobs):
+        assert ref.shares[ref.worker_job == i].sum() == p.batch[i]
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_sort_buckets_keeps_bucket_counts_and_never_worsens(seed):
+    from hetplace.smp import _sort_buckets, _true_totals
+
+    p = _speeds_problem(seed)
+    _, _, class_of, members, cls_start = worker_classes(p, buckets=2)
+    wj = _start(p, np.random.default_rng(seed))
+    before = _true_totals(p, wj[None, :])[0]
+    after_wj = wj.copy()
+    after = _sort_buckets(p, after_wj, members, cls_start, before)
+    assert after <= before
+    assert after == pytest.approx(mean_jct_reference(p, after_wj) * p.n_jobs, rel=1e-12)
+    for c in range(cls_start.size - 1):
+        ws = members[cls_start[c]:cls_start[c + 1]]
+        assert sorted(wj[ws].tolist()) == sorted(after_wj[ws].tolist())
+    assert hp.is_feasible(p, after_wj)
+
+
+def test_speed_buckets_off_and_threshold():
+    from hetplace.smp import BUCKET_MIN_SIZE
+
+    p = _speeds_problem(3)
+    assert p.n_workers * p.n_jobs <= BUCKET_MIN_SIZE  # small: exact classes by default
+    assert hp.place(p, method="smp", seed=1).info["speed_buckets"] is None
+    with pytest.raises(hp.InvalidOptionError, match="speed_buckets"):
+        hp.place(p, method="smp", speed_buckets=0)
