@@ -51,13 +51,19 @@ def test_numba_and_cython_identical(matching):
         assert a.mean_jct == b.mean_jct
 
 
-def test_python_backend_identical_to_numba():
-    for seed in range(40):
-        p = random_problem(1000 + seed, K_max=10, S_max=4)
+def test_all_backends_identical_on_200_instances():
+    """python == numba == cython on 200 seeded instances per matching form (worker and class modes)."""
+    backends = ["python", "numba"] + (["cython"] if _cython_available() else [])
+    modes = set()
+    for seed in range(200):
+        p = random_problem(1000 + seed, K_max=12, S_max=5)
         for matching in ("price", "ordinal"):
-            a = _smp(p, backend="python", matching=matching, samples=6)
-            b = _smp(p, backend="numba", matching=matching, samples=6)
-            np.testing.assert_array_equal(a.worker_job, b.worker_job, err_msg=f"seed {seed} {matching}")
+            runs = [_smp(p, backend=b, matching=matching, samples=6) for b in backends]
+            for b, r in zip(backends[1:], runs[1:]):
+                np.testing.assert_array_equal(r.worker_job, runs[0].worker_job, err_msg=f"seed {seed} {matching} {b}")
+                assert r.mean_jct == runs[0].mean_jct
+            modes.add((runs[0].info.get("market_on"), runs[0].info.get("polish_on")))
+    assert modes >= {("classes", "classes"), ("workers", "classes"), ("workers", "workers")}
 
 
 @pytest.mark.parametrize("backend", ["numba", pytest.param("cython", marks=needs_cython)])
