@@ -80,17 +80,23 @@ def test_milp_latency(benchmark, k64):
     assert res.objective >= opt.objective * (1 - 1e-9)
 
 
-def test_speed_ratios(k64, capsys):
-    """SMP median vs DP and MILP, measured side by side (printed; asserted only loosely)."""
-    p, opt = k64
+@pytest.mark.parametrize("seed", [123] if CI else [123, 1, 2, 3, 4])
+def test_speed_ratios(seed, capsys):
+    """SMP median vs DP and MILP at K=64, S=8, measured side by side (printed; asserted only loosely)."""
+    p = gavel_instance(seed, 64, 8, _gavel())
+    for b in BACKENDS:
+        hp.place(p, method="smp", seed=0, backend=b)  # JIT warm-up / cache load
     reps = 5 if CI else 30
     out = {}
+    gaps = {}
+    opt = solve_exact(p, method="dp")
     for b in BACKENDS:
         ts = []
         for j in range(reps):
             t = time.perf_counter()
-            hp.place(p, method="smp", seed=j, backend=b)
+            pl = hp.place(p, method="smp", seed=j, backend=b)
             ts.append(time.perf_counter() - t)
+            gaps[b] = max(gaps.get(b, 0.0), pl.mean_jct / opt.objective - 1)
         out[f"smp[{b}]"] = float(np.median(ts))
     ts = []
     for _ in range(3):
@@ -103,10 +109,11 @@ def test_speed_ratios(k64, capsys):
     out["milp"] = time.perf_counter() - t
     out["milp_status"] = milp.status
     with capsys.disabled():
-        print("\nK=64 S=8 median decision time (s):", json.dumps(out))
+        print(f"\nK=64 S=8 instance {seed}, median decision time (s):", json.dumps(out))
         for b in BACKENDS:
-            print(f"  smp[{b}]: {out['dp'] / out[f'smp[{b}]']:.1f}x below DP, "
-                  f"{out['milp'] / out[f'smp[{b}]']:.0f}x below MILP ({milp.status})")
+            print(f"  smp[{b}]: {out['dp'] / out[f'smp[{b}]']:.0f}x below DP, "
+                  f"{out['milp'] / out[f'smp[{b}]']:.0f}x below MILP ({milp.status}); worst gap over "
+                  f"{reps} seeds {100 * gaps[b]:.3f} %")
     for b in BACKENDS:
         assert out[f"smp[{b}]"] < out["dp"]
 
