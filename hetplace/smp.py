@@ -24,10 +24,10 @@ type and speed) are interchangeable, so steps 2-3 can work on the count matrix
 the market searches over the C classes instead of the S jobs, and a polish
 step costs O(S C^2) instead of O((S C)^2).  :func:`class_modes` picks the
 level from (S, K, C); a dedicated Gavel cluster (C = 3) at K = 4096, S = 256
-decides in about 0.2 s this way instead of 40 s.  When per-worker speeds make
-almost every worker its own class and ``K * S > BUCKET_MIN_SIZE``, the search
-runs on ``speed_buckets`` equal-size speed buckets per type (approximate
-values), every result is then scored with the true speeds and the polished
+decides in about 0.2 s this way instead of 40 s.  When per-worker speeds give
+more than ``speed_buckets`` classes per type and ``K * S > BUCKET_MIN_SIZE``,
+the search runs on ``speed_buckets`` equal-size speed buckets per type
+(approximate values), every result is then scored with the true speeds and the polished
 ones get their workers reordered inside each bucket (:func:`_sort_buckets`).
 
 Steps 2-3 run in parallel over samples (Numba ``prange`` or Cython ``prange``);
@@ -64,8 +64,8 @@ SMP_DEFAULTS = dict(
 
 _MAX_POLISH_STEPS = 1_000_000
 
-#: Above this K * S, a cluster with more distinct (type, speed) classes than jobs
-#: is searched on approximate speed buckets (``speed_buckets``); see :func:`_run`.
+#: Above this K * S, a cluster with more distinct (type, speed) classes than
+#: ``speed_buckets`` per type is searched on approximate speed buckets; see :func:`_run`.
 BUCKET_MIN_SIZE = 16_384
 
 
@@ -243,7 +243,8 @@ def _run(problem, cats, opts):
     N = cats.shape[0]
     rhoC, mc, class_of, members, cls_start = worker_classes(problem)
     C = mc.size
-    approx = opts["speed_buckets"] is not None and C > S and K * S > BUCKET_MIN_SIZE
+    G = np.unique(problem.worker_type).size
+    approx = opts["speed_buckets"] is not None and K * S > BUCKET_MIN_SIZE and C > G * opts["speed_buckets"]
     if approx:
         rhoC, mc, class_of, members, cls_start = worker_classes(problem, opts["speed_buckets"])
         C = mc.size
