@@ -34,6 +34,7 @@ from numba.extending import register_jitable
 
 from ._matching_nb import auction_kernel
 from ._matching_py import auction_workspace_size
+from ._polish_nb import _job_cost as _cost
 
 __all__ = [
     "class_market_workspace_size",
@@ -291,8 +292,21 @@ def class_market_py(rhoC, work, comm, mc, sizes, max_rounds, cnt_best, stats, fw
 
 
 @register_jitable
-def _cost(work, comm, i, X, n):
-    return work[i] / X + comm[i, n]
+def _push2(v, j, v1, j1, v2, j2):
+    """Insert candidate (v, j) into the two smallest (v1, j1) <= (v2, j2); strict ``<``."""
+    if v < v1:
+        return v, j, v1, j1
+    if v < v2:
+        return v1, j1, v, j
+    return v1, j1, v2, j2
+
+
+@register_jitable
+def _partner(a, v1, j1, v2, j2):
+    """Best of the two smallest entries whose index is not ``a`` (index -1: none)."""
+    if j1 != a:
+        return v1, j1
+    return v2, j2
 
 
 @register_jitable
@@ -374,14 +388,7 @@ def polish_classes_impl(rhoC, work, comm, mc, cnt, max_steps):
                     v = _cost(work, comm, b, X[b] + x, n[b] + 1) - _cost(work, comm, b, X[b], n[b])
                 else:
                     v = 0.0
-                if v < v1:
-                    v2 = v1
-                    j2 = j1
-                    v1 = v
-                    j1 = b
-                elif v < v2:
-                    v2 = v
-                    j2 = b
+                v1, j1, v2, j2 = _push2(v, b, v1, j1, v2, j2)
             for a in range(S + 1):
                 if a < S:
                     if cnt[a, c] == 0 or n[a] == 1:
@@ -391,12 +398,7 @@ def polish_classes_impl(rhoC, work, comm, mc, cnt, max_steps):
                     if idle[c] == 0:
                         continue
                     r = 0.0
-                if j1 != a:
-                    v = v1
-                    t = j1
-                else:
-                    v = v2
-                    t = j2
+                v, t = _partner(a, v1, j1, v2, j2)
                 if t < 0:
                     continue
                 d = r + v
@@ -425,14 +427,7 @@ def polish_classes_impl(rhoC, work, comm, mc, cnt, max_steps):
                         if idle[e] == 0:
                             continue
                         v = 0.0
-                    if v < v1:
-                        v2 = v1
-                        j2 = j1
-                        v1 = v
-                        j1 = b
-                    elif v < v2:
-                        v2 = v
-                        j2 = b
+                    v1, j1, v2, j2 = _push2(v, b, v1, j1, v2, j2)
                 if j1 < 0:
                     continue
                 for a in range(S + 1):
@@ -447,12 +442,7 @@ def polish_classes_impl(rhoC, work, comm, mc, cnt, max_steps):
                         if idle[c] == 0:
                             continue
                         g = 0.0
-                    if j1 != a:
-                        v = v1
-                        t = j1
-                    else:
-                        v = v2
-                        t = j2
+                    v, t = _partner(a, v1, j1, v2, j2)
                     if t < 0:
                         continue
                     d = g + v

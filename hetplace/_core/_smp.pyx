@@ -282,6 +282,19 @@ cdef inline void _refresh(const double* rhoC, const int64_t* cnt, Py_ssize_t C,
     n[i] = m
 
 
+cdef inline void _push2(double v, Py_ssize_t j, double* v1, Py_ssize_t* j1,
+                        double* v2, Py_ssize_t* j2) noexcept nogil:
+    """Insert (v, j) into the two smallest (v1, j1) <= (v2, j2); strict ``<``."""
+    if v < v1[0]:
+        v2[0] = v1[0]
+        j2[0] = j1[0]
+        v1[0] = v
+        j1[0] = j
+    elif v < v2[0]:
+        v2[0] = v
+        j2[0] = j
+
+
 cdef long long _polish_classes_c(const double* rhoC, const double* work, const double* comm,
                                  Py_ssize_t K1, const int64_t* mc, int64_t* cnt,
                                  Py_ssize_t S, Py_ssize_t C, long long max_steps) noexcept nogil:
@@ -327,14 +340,7 @@ cdef long long _polish_classes_c(const double* rhoC, const double* work, const d
                     v = _ccost(work, comm, K1, b, X[b] + x, n[b] + 1) - _ccost(work, comm, K1, b, X[b], n[b])
                 else:
                     v = 0.0
-                if v < v1:
-                    v2 = v1
-                    j2 = j1
-                    v1 = v
-                    j1 = b
-                elif v < v2:
-                    v2 = v
-                    j2 = b
+                _push2(v, b, &v1, &j1, &v2, &j2)
             for a in range(S + 1):
                 if a < S:
                     if cnt[a * C + c] == 0 or n[a] == 1:
@@ -377,14 +383,7 @@ cdef long long _polish_classes_c(const double* rhoC, const double* work, const d
                         if idle[e] == 0:
                             continue
                         v = 0.0
-                    if v < v1:
-                        v2 = v1
-                        j2 = j1
-                        v1 = v
-                        j1 = b
-                    elif v < v2:
-                        v2 = v
-                        j2 = b
+                    _push2(v, b, &v1, &j1, &v2, &j2)
                 if j1 < 0:
                     continue
                 for a in range(S + 1):
