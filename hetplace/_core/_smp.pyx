@@ -295,6 +295,24 @@ cdef inline void _push2(double v, Py_ssize_t j, double* v1, Py_ssize_t* j1,
         j2[0] = j
 
 
+cdef inline double _trade(const double* rhoC, const double* work, const double* comm,
+                          Py_ssize_t K1, const int64_t* cnt, const int64_t* idle,
+                          const double* X, const int64_t* n, Py_ssize_t S, Py_ssize_t C,
+                          Py_ssize_t j, Py_ssize_t give, Py_ssize_t take) noexcept nogil:
+    """Twin of _classes_nb._trade."""
+    cdef double x
+    if j < S:
+        if cnt[j * C + give] == 0:
+            return INFINITY
+        x = rhoC[j * C + take]
+        if x <= 0.0:
+            return INFINITY
+        return _ccost(work, comm, K1, j, X[j] - rhoC[j * C + give] + x, n[j]) - _ccost(work, comm, K1, j, X[j], n[j])
+    if idle[give] == 0:
+        return INFINITY
+    return 0.0
+
+
 cdef long long _polish_classes_c(const double* rhoC, const double* work, const double* comm,
                                  Py_ssize_t K1, const int64_t* mc, int64_t* cnt,
                                  Py_ssize_t S, Py_ssize_t C, long long max_steps) noexcept nogil:
@@ -372,32 +390,16 @@ cdef long long _polish_classes_c(const double* rhoC, const double* work, const d
                 v2 = INFINITY
                 j2 = -1
                 for b in range(S + 1):
-                    if b < S:
-                        if cnt[b * C + e] == 0:
-                            continue
-                        x = rhoC[b * C + c]
-                        if x <= 0.0:
-                            continue
-                        v = _ccost(work, comm, K1, b, X[b] - rhoC[b * C + e] + x, n[b]) - _ccost(work, comm, K1, b, X[b], n[b])
-                    else:
-                        if idle[e] == 0:
-                            continue
-                        v = 0.0
+                    v = _trade(rhoC, work, comm, K1, cnt, idle, X, n, S, C, b, e, c)
+                    if v == INFINITY:
+                        continue
                     _push2(v, b, &v1, &j1, &v2, &j2)
                 if j1 < 0:
                     continue
                 for a in range(S + 1):
-                    if a < S:
-                        if cnt[a * C + c] == 0:
-                            continue
-                        x = rhoC[a * C + e]
-                        if x <= 0.0:
-                            continue
-                        g = _ccost(work, comm, K1, a, X[a] - rhoC[a * C + c] + x, n[a]) - _ccost(work, comm, K1, a, X[a], n[a])
-                    else:
-                        if idle[c] == 0:
-                            continue
-                        g = 0.0
+                    g = _trade(rhoC, work, comm, K1, cnt, idle, X, n, S, C, a, c, e)
+                    if g == INFINITY:
+                        continue
                     if j1 != a:
                         v = v1
                         t = j1
