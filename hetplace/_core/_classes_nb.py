@@ -178,6 +178,27 @@ def _copy_counts(src, dst):
             dst[i, c] = src[i, c]
 
 
+@register_jitable
+def _after_round(r, status, rhoC, work, comm, sizes, unit_col, X, Xt, n, cnt, prev, cnt_best, best):
+    """Book-keeping after market solve r: counts, true total, best so far, next X.
+
+    Returns ``(stop, best)``: stop when infeasible or the counts repeat.
+    """
+    unit_counts(unit_col, sizes, cnt)
+    total = class_totals(rhoC, work, comm, cnt, Xt, n)
+    if r == 0 or total < best:
+        best = total
+        _copy_counts(cnt, cnt_best)
+    if status != 0:
+        return True, best
+    if r > 0 and _same_counts(cnt, prev):
+        return True, best
+    _copy_counts(cnt, prev)
+    for i in range(X.shape[0]):
+        X[i] = Xt[i]
+    return False, best
+
+
 @njit(cache=True, nogil=True)
 def class_market(rhoC, work, comm, mc, sizes, max_rounds, cnt_best, stats, fws, iws):
     """One SMP category on worker classes (iterated linearised market, MODEL.md 2.2).
@@ -234,18 +255,9 @@ def class_market(rhoC, work, comm, mc, sizes, max_rounds, cnt_best, stats, fws, 
         fill_units(rhoC, work, X, sizes, V)
         status = auction_kernel(V, ones, -np.inf, mc, unit_col, jp, stats, fsub, isub)
         props += stats[1]
-        unit_counts(unit_col, sizes, cnt)
-        total = class_totals(rhoC, work, comm, cnt, Xt, n)
-        if r == 0 or total < best:
-            best = total
-            _copy_counts(cnt, cnt_best)
-        if status != 0:
+        stop, best = _after_round(r, status, rhoC, work, comm, sizes, unit_col, X, Xt, n, cnt, prev, cnt_best, best)
+        if stop:
             break
-        if r > 0 and _same_counts(cnt, prev):
-            break
-        _copy_counts(cnt, prev)
-        for i in range(S):
-            X[i] = Xt[i]
     stats[0] = rounds
     stats[1] = props
     return best
@@ -275,17 +287,9 @@ def class_market_py(rhoC, work, comm, mc, sizes, max_rounds, cnt_best, stats, fw
         fill_units(rhoC, work, X, sizes, V)
         status = auction_py(V, ones, -np.inf, mc, unit_col, jp, stats)
         props += stats[1]
-        unit_counts(unit_col, sizes, cnt)
-        total = class_totals(rhoC, work, comm, cnt, Xt, n)
-        if r == 0 or total < best:
-            best = total
-            _copy_counts(cnt, cnt_best)
-        if status != 0:
+        stop, best = _after_round(r, status, rhoC, work, comm, sizes, unit_col, X, Xt, n, cnt, prev, cnt_best, best)
+        if stop:
             break
-        if r > 0 and _same_counts(cnt, prev):
-            break
-        _copy_counts(cnt, prev)
-        X[:] = Xt
     stats[0] = rounds
     stats[1] = props
     return best
