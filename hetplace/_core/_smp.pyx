@@ -299,7 +299,7 @@ cdef inline double _trade(const double* rhoC, const double* work, const double* 
                           Py_ssize_t K1, const int64_t* cnt, const int64_t* idle,
                           const double* X, const int64_t* n, Py_ssize_t S, Py_ssize_t C,
                           Py_ssize_t j, Py_ssize_t give, Py_ssize_t take) noexcept nogil:
-    """Twin of _classes_nb._trade."""
+    """Twin of the trade cost change written out in _classes_nb.polish_classes_impl's swap loops."""
     cdef double x
     if j < S:
         if cnt[j * C + give] == 0:
