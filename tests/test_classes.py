@@ -135,7 +135,9 @@ def _start(p, rng):
 
 @pytest.mark.parametrize("seed", range(60))
 def test_class_polish_local_optimum_and_backends_agree(seed):
-    p, (rhoC, mc, class_of, members, cls_start) = _problem(seed, K_max=9, S_max=4)
+    # small instances, and larger ones (K up to 60) where a step is repeated many times
+    big = seed >= 40
+    p, (rhoC, mc, class_of, members, cls_start) = _problem(seed, K_max=60 if big else 9, S_max=6 if big else 4)
     start = _start(p, np.random.default_rng(seed))
     S, C = rhoC.shape
     ref = np.zeros((S, C), dtype=np.int64)
@@ -178,8 +180,9 @@ def test_polish_max_steps_is_honoured():
     p, (rhoC, mc, class_of, _, _) = _problem(5, K_max=30, S_max=6)
     cnt = np.zeros(rhoC.shape, dtype=np.int64)
     counts_of(_start(p, np.random.default_rng(0)), class_of, cnt)
-    for fn in (polish_classes, smp_cy.polish_classes_kernel):
-        assert fn(rhoC, p.work, p.comm_time, mc, cnt.copy(), 1) <= 1
+    for cap in (1, 2, 3, 5):
+        for fn in (polish_classes, smp_cy.polish_classes_kernel):
+            assert fn(rhoC, p.work, p.comm_time, mc, cnt.copy(), cap) <= cap
 
 
 # ----------------------------------------------------------------- speed buckets

@@ -295,6 +295,41 @@ cdef inline void _push2(double v, Py_ssize_t j, double* v1, Py_ssize_t* j1,
         j2[0] = j
 
 
+cdef inline double _step_gain(const double* rhoC, const double* work, const double* comm,
+                              Py_ssize_t K1, const int64_t* cnt, const int64_t* idle,
+                              const double* X, const int64_t* n, Py_ssize_t S, Py_ssize_t C,
+                              int kind, Py_ssize_t c, Py_ssize_t e, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
+    """Twin of _classes_nb._step_gain: the cost change of repeating the step just taken."""
+    cdef double g = 0.0
+    if kind == 1:
+        if a < S:
+            if cnt[a * C + c] == 0 or n[a] == 1:
+                return INFINITY
+            g += _ccost(work, comm, K1, a, X[a] - rhoC[a * C + c], n[a] - 1) - _ccost(work, comm, K1, a, X[a], n[a])
+        elif idle[c] == 0:
+            return INFINITY
+        if b < S:
+            if n[b] >= K1 - 1:
+                return INFINITY
+            g += _ccost(work, comm, K1, b, X[b] + rhoC[b * C + c], n[b] + 1) - _ccost(work, comm, K1, b, X[b], n[b])
+        return g
+    if a < S:
+        if cnt[a * C + c] == 0:
+            return INFINITY
+        g += (_ccost(work, comm, K1, a, X[a] - rhoC[a * C + c] + rhoC[a * C + e], n[a])
+              - _ccost(work, comm, K1, a, X[a], n[a]))
+    elif idle[c] == 0:
+        return INFINITY
+    if b < S:
+        if cnt[b * C + e] == 0:
+            return INFINITY
+        g += (_ccost(work, comm, K1, b, X[b] - rhoC[b * C + e] + rhoC[b * C + c], n[b])
+              - _ccost(work, comm, K1, b, X[b], n[b]))
+    elif idle[e] == 0:
+        return INFINITY
+    return g
+
+
 cdef inline double _trade(const double* rhoC, const double* work, const double* comm,
                           Py_ssize_t K1, const int64_t* cnt, const int64_t* idle,
                           const double* X, const int64_t* n, Py_ssize_t S, Py_ssize_t C,
@@ -418,33 +453,42 @@ cdef long long _polish_classes_c(const double* rhoC, const double* work, const d
                         bb = t
         if kind == 0:
             break
-        if kind == 1:
-            if ba < S:
-                cnt[ba * C + bc] -= 1
-                _refresh(rhoC, cnt, C, X, n, ba)
+        # take the step, then repeat it while it still pays (twin of the Numba kernel)
+        while True:
+            if kind == 1:
+                if ba < S:
+                    cnt[ba * C + bc] -= 1
+                    _refresh(rhoC, cnt, C, X, n, ba)
+                else:
+                    idle[bc] -= 1
+                if bb < S:
+                    cnt[bb * C + bc] += 1
+                    _refresh(rhoC, cnt, C, X, n, bb)
+                else:
+                    idle[bc] += 1
             else:
-                idle[bc] -= 1
-            if bb < S:
-                cnt[bb * C + bc] += 1
-                _refresh(rhoC, cnt, C, X, n, bb)
-            else:
-                idle[bc] += 1
-        else:
-            if ba < S:
-                cnt[ba * C + bc] -= 1
-                cnt[ba * C + bd] += 1
-                _refresh(rhoC, cnt, C, X, n, ba)
-            else:
-                idle[bc] -= 1
-                idle[bd] += 1
-            if bb < S:
-                cnt[bb * C + bd] -= 1
-                cnt[bb * C + bc] += 1
-                _refresh(rhoC, cnt, C, X, n, bb)
-            else:
-                idle[bd] -= 1
-                idle[bc] += 1
-        steps += 1
+                if ba < S:
+                    cnt[ba * C + bc] -= 1
+                    cnt[ba * C + bd] += 1
+                    _refresh(rhoC, cnt, C, X, n, ba)
+                else:
+                    idle[bc] -= 1
+                    idle[bd] += 1
+                if bb < S:
+                    cnt[bb * C + bd] -= 1
+                    cnt[bb * C + bc] += 1
+                    _refresh(rhoC, cnt, C, X, n, bb)
+                else:
+                    idle[bd] -= 1
+                    idle[bc] += 1
+            steps += 1
+            if steps >= max_steps:
+                break
+            total = 0.0
+            for i in range(S):
+                total += _ccost(work, comm, K1, i, X[i], n[i])
+            if not _step_gain(rhoC, work, comm, K1, cnt, idle, X, n, S, C, kind, bc, bd, ba, bb) < -1e-12 * total:
+                break
     free(X)
     free(n)
     free(idle)
