@@ -295,6 +295,24 @@ cdef inline void _push2(double v, Py_ssize_t j, double* v1, Py_ssize_t* j1,
         j2[0] = j
 
 
+cdef inline double _trade(const double* rhoC, const double* work, const double* comm,
+                          Py_ssize_t K1, const int64_t* cnt, const int64_t* idle,
+                          const double* X, const int64_t* n, Py_ssize_t S, Py_ssize_t C,
+                          Py_ssize_t j, Py_ssize_t give, Py_ssize_t take) noexcept nogil:
+    """Twin of the trade cost change written out in _classes_nb.polish_classes_impl's swap loops."""
+    cdef double x
+    if j < S:
+        if cnt[j * C + give] == 0:
+            return INFINITY
+        x = rhoC[j * C + take]
+        if x <= 0.0:
+            return INFINITY
+        return _ccost(work, comm, K1, j, X[j] - rhoC[j * C + give] + x, n[j]) - _ccost(work, comm, K1, j, X[j], n[j])
+    if idle[give] == 0:
+        return INFINITY
+    return 0.0
+
+
 cdef inline double _step_gain(const double* rhoC, const double* work, const double* comm,
                               Py_ssize_t K1, const int64_t* cnt, const int64_t* idle,
                               const double* X, const int64_t* n, Py_ssize_t S, Py_ssize_t C,
@@ -313,39 +331,10 @@ cdef inline double _step_gain(const double* rhoC, const double* work, const doub
                 return INFINITY
             g += _ccost(work, comm, K1, b, X[b] + rhoC[b * C + c], n[b] + 1) - _ccost(work, comm, K1, b, X[b], n[b])
         return g
-    if a < S:
-        if cnt[a * C + c] == 0:
-            return INFINITY
-        g += (_ccost(work, comm, K1, a, X[a] - rhoC[a * C + c] + rhoC[a * C + e], n[a])
-              - _ccost(work, comm, K1, a, X[a], n[a]))
-    elif idle[c] == 0:
-        return INFINITY
-    if b < S:
-        if cnt[b * C + e] == 0:
-            return INFINITY
-        g += (_ccost(work, comm, K1, b, X[b] - rhoC[b * C + e] + rhoC[b * C + c], n[b])
-              - _ccost(work, comm, K1, b, X[b], n[b]))
-    elif idle[e] == 0:
-        return INFINITY
+    # a swap: a gives c and takes e, b the opposite (inf + anything stays inf)
+    g += _trade(rhoC, work, comm, K1, cnt, idle, X, n, S, C, a, c, e)
+    g += _trade(rhoC, work, comm, K1, cnt, idle, X, n, S, C, b, e, c)
     return g
-
-
-cdef inline double _trade(const double* rhoC, const double* work, const double* comm,
-                          Py_ssize_t K1, const int64_t* cnt, const int64_t* idle,
-                          const double* X, const int64_t* n, Py_ssize_t S, Py_ssize_t C,
-                          Py_ssize_t j, Py_ssize_t give, Py_ssize_t take) noexcept nogil:
-    """Twin of the trade cost change written out in _classes_nb.polish_classes_impl's swap loops."""
-    cdef double x
-    if j < S:
-        if cnt[j * C + give] == 0:
-            return INFINITY
-        x = rhoC[j * C + take]
-        if x <= 0.0:
-            return INFINITY
-        return _ccost(work, comm, K1, j, X[j] - rhoC[j * C + give] + x, n[j]) - _ccost(work, comm, K1, j, X[j], n[j])
-    if idle[give] == 0:
-        return INFINITY
-    return 0.0
 
 
 cdef long long _polish_classes_c(const double* rhoC, const double* work, const double* comm,
