@@ -391,11 +391,11 @@ def _polish_classes_py(problem, rhoC, work, comm, mc, class_of, members, cls_sta
 def _polish_workers_py(problem, rho, work, comm, worker_type, speed, uniform, rows, max_steps,
                        out_wj, out_total, out_stats):
     """Plain-Python twin of ``_smp_nb.polish_rows``."""
-    from ._core._polish_nb import polish_impl
+    from ._core._polish_nb import assignment_total, polish_impl
 
     for s in rows:
         out_stats[s, 2] = polish_impl(rho, work, comm, worker_type, speed, uniform, out_wj[s], max_steps)
-        out_total[s] = _total_py(problem, out_wj[s])
+        out_total[s] = assignment_total(rho, work, comm, out_wj[s])
 
 
 def _rows_to_polish(out_wj, out_total, top):
@@ -435,23 +435,6 @@ class _threads:
 
             numba.set_num_threads(self.before)
         return False
-
-
-def _total_py(problem, wj):
-    """True total JCT of ``wj`` in the same operation order as the kernels."""
-    rho, work, comm = problem.worker_throughput, problem.work, problem.comm_time
-    S = rho.shape[0]
-    X = np.zeros(S)
-    n = np.zeros(S, dtype=np.int64)
-    for k in range(wj.shape[0]):
-        i = wj[k]
-        if i >= 0:
-            X[i] += rho[i, k]
-            n[i] += 1
-    total = 0.0
-    for i in range(S):
-        total += work[i] / X[i] + comm[i, n[i]]
-    return total
 
 
 def _one_sample_py(mod, s, rho, work, comm, worker_type, speed, uniform, cats, form,

@@ -28,6 +28,23 @@ def _job_cost(work, comm, i, X, n):
 
 
 @register_jitable
+def assignment_total(rho, work, comm, worker_job):
+    """True total JCT of ``worker_job`` (every job holds a worker), summed in job order."""
+    S = rho.shape[0]
+    X = np.zeros(S)
+    n = np.zeros(S, dtype=np.int64)
+    for k in range(worker_job.shape[0]):
+        i = worker_job[k]
+        if i >= 0:
+            X[i] += rho[i, k]
+            n[i] += 1
+    total = 0.0
+    for i in range(S):
+        total += work[i] / X[i] + comm[i, n[i]]
+    return total
+
+
+@register_jitable
 def _recompute(rho, worker_job, X, n, i):
     s = 0.0
     c = 0

@@ -15,7 +15,7 @@ from numba import njit, prange
 
 from ._classes_nb import class_market, class_totals, counts_of, expand_counts, polish_classes
 from ._matching_nb import market_category_kernel
-from ._polish_nb import polish
+from ._polish_nb import assignment_total, polish
 
 
 @njit(cache=True, nogil=True)
@@ -54,18 +54,7 @@ def polish_rows(rho, work, comm, worker_type, speed, uniform, rows, max_steps,
         s = rows[j]
         wj = out_wj[s]
         out_stats[s, 2] = polish(rho, work, comm, worker_type, speed, uniform, wj, max_steps)
-        S = rho.shape[0]
-        X = np.zeros(S)
-        n = np.zeros(S, dtype=np.int64)
-        for k in range(wj.shape[0]):
-            i = wj[k]
-            if i >= 0:
-                X[i] += rho[i, k]
-                n[i] += 1
-        total = 0.0
-        for i in range(S):
-            total += work[i] / X[i] + comm[i, n[i]]
-        out_total[s] = total
+        out_total[s] = assignment_total(rho, work, comm, wj)
 
 
 @njit(cache=True, nogil=True, parallel=True)

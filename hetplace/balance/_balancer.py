@@ -7,7 +7,7 @@ import numpy as np
 
 from ..errors import InvalidOptionError, InvalidProblemError, InvalidProblemTypeError
 from ._estimators import EWMA, RobustLevel, SignalHold, SignalKalman
-from ._model import equal_finish, round_to_batch, step_time
+from ._model import _float_array_iv, equal_finish, round_to_batch, step_time
 
 __all__ = ["LoadBalancer", "POLICIES", "PREDICTORS"]
 
@@ -52,14 +52,7 @@ def _float_iv(value, name, lo, hi, fix, lo_open=False):
 
 def _vector_iv(value, name, n, what):
     """A per-worker float vector of shape (n,) (NaN/inf not yet checked)."""
-    if isinstance(value, (str, bytes)):
-        raise InvalidProblemTypeError(f"{name} must be {what}, one per worker; got the string {value!r}.")
-    try:
-        arr = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise InvalidProblemTypeError(
-            f"{name} must be {what}, one per worker; got {type(value).__name__} that numpy cannot convert."
-        ) from None
+    arr = _float_array_iv(value, name, what)
     if arr.ndim == 0:
         raise InvalidProblemError(
             f"{name} must have one value per worker, shape ({n},); got the scalar {value!r}."

@@ -223,6 +223,18 @@ def _bounds_iv(n, total, lower, upper):
     return np.array(lo), np.array(hi)
 
 
+def _float_array_iv(value, name, what):
+    """``value`` as a float64 array, or a clear error naming ``name`` (one ``what`` per worker)."""
+    if isinstance(value, (str, bytes)):
+        raise InvalidProblemTypeError(f"{name} must be {what}, one per worker; got the string {value!r}.")
+    try:
+        return np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InvalidProblemTypeError(
+            f"{name} must be {what}, one per worker; got {type(value).__name__} that numpy cannot convert."
+        ) from None
+
+
 def largest_remainder(x, total, lower=1, upper=np.inf):
     """Integer shares proportional to ``x`` that sum to ``total`` within bounds.
 
@@ -268,14 +280,7 @@ def largest_remainder(x, total, lower=1, upper=np.inf):
     >>> largest_remainder([1.0, 1.0, 8.0], 12, lower=2, upper=[12, 12, 6]).tolist()
     [3, 3, 6]
     """
-    if isinstance(x, (str, bytes)):
-        raise InvalidProblemTypeError(f"x must be numbers, one per worker; got the string {x!r}.")
-    try:
-        w = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise InvalidProblemTypeError(
-            f"x must be numbers, one per worker; got {type(x).__name__} that numpy cannot convert."
-        ) from None
+    w = _float_array_iv(x, "x", "numbers")
     if w.ndim != 1 or w.size == 0:
         raise InvalidProblemError(
             f"x must be a non-empty 1-D array, one weight per worker; got shape {w.shape}."
