@@ -6,7 +6,10 @@ import numpy as np
 
 from .errors import InvalidOptionError
 
-__all__ = ["check_choice", "check_seed", "check_options", "check_positive_int", "check_time_limit"]
+__all__ = [
+    "check_choice", "check_seed", "check_options", "check_positive_int", "check_time_limit",
+    "REAL_MIN", "REAL_MAX", "COUNT_MAX", "check_real_range", "exact_int_sum", "check_count_total",
+]
 
 
 def check_choice(name, value, choices):
@@ -61,3 +64,54 @@ def check_options(method, options, allowed):
         raise InvalidOptionError(
             f"method={method!r} does not take option(s) {', '.join(unknown)}; its options are: {valid}."
         )
+
+
+
+# ------------------------------------------------------------------ numeric range
+#: Supported magnitude of every non-zero real input (throughputs, speeds, iterations,
+#: batches, gradient sizes, bandwidths).  Inside it every derived quantity of the
+#: model (work, JCT, valuations ``w rho / X**2``, sums over jobs) stays far inside
+#: float64's range, so no method overflows or underflows; outside it, validators
+#: reject the input and say how to rescale (e.g. another unit of time or size).
+REAL_MIN = 1e-30
+REAL_MAX = 1e30
+#: Largest integer count (workers, samples, sizes, and their sums) accepted: sums of
+#: such counts are exact in int64 and in float64.
+COUNT_MAX = 2**53
+
+
+def check_real_range(name, arr, error=InvalidOptionError, fix="Rescale the units (e.g. per hour instead of per second)."):
+    """Raise ``error`` unless every non-zero entry of ``arr`` has magnitude in [REAL_MIN, REAL_MAX].
+
+    ``arr`` must already be a finite float array (or scalar).  The message names
+    ``name``, the first offending value and its index, the supported range and ``fix``.
+    Returns ``arr`` unchanged.
+    """
+    a = np.abs(np.asarray(arr, dtype=np.float64))
+    bad = (a != 0) & ((a < REAL_MIN) | (a > REAL_MAX))
+    if bad.any():
+        idx = tuple(int(i) for i in np.argwhere(bad)[0]) if a.ndim else ()
+        value = float(np.asarray(arr, dtype=np.float64)[idx])
+        at = "" if not idx else f" at index {idx[0] if len(idx) == 1 else idx}"
+        raise error(
+            f"{name} must be 0 or of magnitude in [{REAL_MIN:g}, {REAL_MAX:g}] (the supported range); "
+            f"got {value!r}{at}. {fix}"
+        )
+    return arr
+
+
+def exact_int_sum(values):
+    """Sum of integer ``values`` as a Python int: never wraps, whatever the dtype."""
+    return sum(int(v) for v in np.asarray(values).ravel().tolist())
+
+
+def check_count_total(name, values, limit=COUNT_MAX, error=InvalidOptionError, fix=""):
+    """Exact sum of non-negative integer ``values``; raise ``error`` when it exceeds ``limit``.
+
+    Use before any int64 arithmetic on the sum (``np.repeat``, workspace sizes,
+    offsets): an int64 sum of large counts wraps silently.
+    """
+    total = exact_int_sum(values)
+    if total > limit:
+        raise error(f"{name} sums to {total}; at most {limit} is supported. {fix}".rstrip())
+    return total

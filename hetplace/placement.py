@@ -54,6 +54,14 @@ def _worker_job_iv(problem, worker_job):
         raise InvalidPlacementError(
             f"job {int(empty[0])} gets no worker in worker_job; every job needs at least one."
         )
+    over = np.flatnonzero(sizes > problem.max_workers)
+    if over.size:
+        i = int(over[0])
+        raise InvalidPlacementError(
+            f"job {i} gets {int(sizes[i])} workers in worker_job, but its batch of "
+            f"{int(problem.batch[i])} samples gives at most {int(problem.max_workers[i])} of them a sample; "
+            "the others would do no work. Set the surplus workers to -1 (idle)."
+        )
     busy = np.flatnonzero(arr >= 0)
     dead = busy[problem.worker_throughput[arr[busy], busy] <= 0]
     if dead.size:

@@ -138,6 +138,13 @@ class Problem:
     comm_time : ndarray of float64, shape (S, K + 1)
         ``comm_time[i, n]``: total communication time of job ``i`` run on ``n``
         workers, ``T_i * 2 (n-1)/n * D_i / r`` (0 for ``n <= 1``).
+    max_workers : ndarray of int64, shape (S,)
+        Most workers job ``i`` can use: ``min(batch[i], K)``.  Its batch is split
+        into whole samples, so a worker beyond ``batch[i]`` would get none and do
+        no work; every method keeps ``n_i <= max_workers[i]``.
+    size_cost : ndarray of float64, shape (S, K + 1)
+        ``comm_time`` with ``+inf`` for sizes ``n > max_workers[i]``: the cost
+        table the kernels use, so an unusable size is never chosen.
     uniform_speed : bool
         True when every worker speed is 1, so workers of one type are
         interchangeable (the type DP applies).
@@ -275,6 +282,13 @@ class Problem:
             comm = (iters * grad / bandwidth)[:, None] * frac[None, :]
         self.comm_time = _frozen(comm)
         self.has_communication = bool(np.any(comm > 0))
+        # A worker whose share of the batch rounds to no sample does no work, so a
+        # job can use at most ``batch`` workers: sizes above that are infeasible.
+        self.max_workers = _frozen(np.minimum(batch_arr, K).astype(np.int64))
+        cost = comm.copy()
+        over = n[None, :] > self.max_workers[:, None]
+        cost[over] = math.inf
+        self.size_cost = _frozen(cost)
         self._check_coverable()
         self._jct_alone = None
 
@@ -320,7 +334,7 @@ class Problem:
                 r = r[r > 0]
                 X = np.cumsum(r)
                 n = np.arange(1, r.size + 1)
-                jct = self.work[i] / X + self.comm_time[i, n]
+                jct = self.work[i] / X + self.size_cost[i, n]
                 out[i] = jct.min()
             self._jct_alone = _frozen(out)
         return self._jct_alone

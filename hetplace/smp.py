@@ -259,9 +259,9 @@ def _run(problem, cats, opts):
     out_wj = np.full((N, K), -1, dtype=np.int64)
     out_total = np.empty(N)
     out_stats = np.zeros((N, 3), dtype=np.int64)
-    common = (rho, problem.work, problem.comm_time, problem.worker_type, problem.worker_speed,
+    common = (rho, problem.work, problem.size_cost, problem.worker_type, problem.worker_speed,
               problem.uniform_speed)
-    ccommon = (rhoC, problem.work, problem.comm_time, mc)
+    ccommon = (rhoC, problem.work, problem.size_cost, mc)
     if market_cls:
         from ._core._classes_nb import class_market_workspace_size
 
@@ -319,7 +319,7 @@ def _run(problem, cats, opts):
 def _true_totals(problem, out_wj):
     """True total JCT of every row of ``out_wj`` (inf where a job has no worker)."""
     S = problem.n_jobs
-    rho, work, comm = problem.worker_throughput, problem.work, problem.comm_time
+    rho, work, comm = problem.worker_throughput, problem.work, problem.size_cost
     out = np.empty(out_wj.shape[0])
     for s, wj in enumerate(out_wj):
         busy = wj >= 0
@@ -465,7 +465,7 @@ def _choose(problem, out_wj, out_total, fairness_tol):
         busy = wj >= 0
         X = np.bincount(wj[busy], weights=problem.worker_throughput[wj[busy], np.flatnonzero(busy)], minlength=S)
         n = np.bincount(wj[busy], minlength=S)
-        sl = (problem.work / X + problem.comm_time[np.arange(S), n]) / alone
+        sl = (problem.work / X + problem.size_cost[np.arange(S), n]) / alone
         f = sl.sum() ** 2 / (S * np.square(sl).sum())
         if f > best_f:
             best_j, best_f = int(s), f
@@ -492,7 +492,8 @@ def smp_place(problem, seed=None, **options):
         **({"spread": opts["spread"]} if opts["spread"] is not None and weighted else {}),
         backend=opts["backend"],
     )
-    cats = np.ascontiguousarray(cats, dtype=np.int64)
+    # a job never takes more workers than its batch has samples (Problem.max_workers)
+    cats = np.ascontiguousarray(np.minimum(cats, problem.max_workers), dtype=np.int64)
     t1 = time.perf_counter()
     out_wj, out_total, out_stats, modes = _run(problem, cats, opts)
     t2 = time.perf_counter()
