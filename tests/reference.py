@@ -28,6 +28,8 @@ def mean_jct_reference(problem, worker_job):
                 return math.inf
             X += r
         n = len(workers)
+        if n > problem.batch[i]:
+            return math.inf  # a worker beyond the batch's samples gets none (docs/model.md §1)
         t_c = problem.batch[i] / X
         t_m = 0.0
         if n > 1 and math.isfinite(problem.bandwidth):
