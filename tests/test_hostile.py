@@ -1,0 +1,177 @@
+"""Fuzzing the top-level entry points with hostile numbers (see ``tests/hostile.py``).
+
+Property, for every case: ``Problem(...)`` either raises a ``HetplaceError`` or
+builds a problem on which every method returns a placement that passes the
+project's own certificates -- feasible (``is_feasible``), finite JCT equal to a
+re-evaluation, integer shares summing to each batch -- and, on instances small
+enough for brute force, never better than the optimum and, for exact methods
+that say ``optimal``, equal to it.  Any other exception fails the test; a hang
+is ended by the per-test timeout.
+
+Budget: ``HETPLACE_FUZZ_EXAMPLES`` examples per test (default 40).
+"""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import hetplace as hp
+from hetplace import HetplaceError
+
+from hostile import FUZZ_SETTINGS, hostile_matrix, hostile_scalar, hostile_vector, mostly_ordinary
+from reference import brute_force_reference
+
+pytestmark = pytest.mark.timeout(600)
+
+BASE = dict(
+    throughput=[[10.0, 20.0], [5.0, 8.0]],
+    type_counts=[2, 2],
+    batch=[64, 32],
+    iterations=[100.0, 50.0],
+    grad_bytes=[1e6, 2e6],
+    bandwidth=1e8,
+)
+
+
+def _build(kw):
+    """``Problem(**kw)`` or None when it is rejected with a HetplaceError."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # an overflow inside validation is a bug
+        try:
+            return hp.Problem(**kw)
+        except HetplaceError as exc:
+            assert str(exc), "a HetplaceError must say what is wrong"
+            return None
+
+
+def _certify(problem, pl):
+    """The project's own certificate checks for a placement of ``problem``."""
+    wj = np.asarray(pl.worker_job)
+    assert hp.is_feasible(problem, wj), "a returned placement must be feasible"
+    assert math.isfinite(pl.mean_jct) and pl.mean_jct > 0
+    again = hp.evaluate(problem, wj)
+    assert again.mean_jct == pytest.approx(pl.mean_jct, rel=1e-12)
+    sizes = np.bincount(wj[wj >= 0], minlength=problem.n_jobs)
+    assert np.all(sizes >= 1) and np.all(sizes <= problem.max_workers)
+    shares = np.asarray(pl.shares)
+    for i in range(problem.n_jobs):
+        assert shares[wj == i].sum() == problem.batch[i]
+        assert np.all(shares[wj == i] >= 0)
+
+
+def _methods(problem):
+    yield "greedy", {}
+    yield "equal", {}
+    yield "random", {}
+    for backend in ("cython", "numba", "python"):
+        yield "smp", {"backend": backend, "samples": 8}
+    yield "exact", {"exact_method": "auto"}
+
+
+def _check_all_methods(problem):
+    small = problem.n_workers <= 6 and problem.n_jobs <= 3
+    opt = brute_force_reference(problem)[0] if small else None
+    for method, opts in _methods(problem):
+        try:
+            pl = hp.place(problem, method=method, seed=3, **opts)
+        except HetplaceError:
+            continue  # e.g. an option outside its range, or a solver limit: said clearly
+        _certify(problem, pl)
+        if opt is not None:
+            assert pl.mean_jct >= opt * (1 - 1e-9), f"{method} beats the brute-force optimum"
+            if method == "exact" and pl.info.get("status") == "optimal":
+                assert pl.mean_jct == pytest.approx(opt, rel=1e-9), "exact says optimal but brute force disagrees"
+
+
+PARAMS = {
+    "throughput": hostile_matrix(2, 2),
+    "type_counts": hostile_vector(2, st.one_of(st.integers(0, 4), hostile_scalar)),
+    "batch": hostile_vector(2),
+    "iterations": hostile_vector(2),
+    "grad_bytes": hostile_vector(2),
+    "bandwidth": st.one_of(mostly_ordinary, hostile_scalar),
+    "worker_speed": hostile_vector(4, st.one_of(st.floats(0.01, 1.0), hostile_scalar)),
+}
+
+
+@pytest.mark.parametrize("param", sorted(PARAMS))
+@FUZZ_SETTINGS
+@given(data=st.data())
+def test_problem_with_one_hostile_parameter_is_rejected_or_placed_right(param, data):
+    kw = dict(BASE)
+    kw[param] = data.draw(PARAMS[param], label=param)
+    problem = _build(kw)
+    if problem is not None:
+        _check_all_methods(problem)
+
+
+@FUZZ_SETTINGS
+@given(
+    scale_rho=st.sampled_from([1e-25, 1e-10, 1.0, 1e10, 1e25]),
+    scale_iter=st.sampled_from([1e-20, 1.0, 1e20]),
+    grad=st.sampled_from([0.0, 1e-20, 1.0, 1e12, 1e25]),
+    bandwidth=st.sampled_from([1e-25, 1.0, 1e9, 1e25, math.inf]),
+    speed=st.sampled_from([None, [1.0, 1e-20, 0.5, 1e-6]]),
+)
+def test_extreme_but_supported_scales_give_certified_placements(scale_rho, scale_iter, grad, bandwidth, speed):
+    kw = dict(BASE)
+    kw["throughput"] = (np.array(BASE["throughput"]) * scale_rho).tolist()
+    kw["iterations"] = (np.array(BASE["iterations"]) * scale_iter).tolist()
+    kw["grad_bytes"] = [grad, grad * 3]
+    kw["bandwidth"] = bandwidth
+    kw["worker_speed"] = speed
+    problem = _build(kw)
+    if problem is not None:
+        _check_all_methods(problem)
+
+
+@FUZZ_SETTINGS
+@given(worker_job=st.one_of(
+    st.lists(st.sampled_from([-1, 0, 1, 2, -2, 2**63 - 1, 2**64 - 1, 1.0, 0.5, True, None, "0", 1j]), min_size=0, max_size=6),
+    st.sampled_from([np.array([2**64 - 1, 0, 1, 1], dtype=np.uint64), np.array([0, 1, 0, 1], dtype=np.float32),
+                     np.array([0, 1, -1, 1], dtype=np.int8), np.array(["0", "1", "0", "1"])]),
+    hostile_scalar,
+))
+def test_evaluate_hostile_assignment_is_rejected_or_scored_right(worker_job):
+    problem = hp.Problem(**BASE)
+    try:
+        feasible = hp.is_feasible(problem, worker_job)
+    except HetplaceError:
+        feasible = False
+    try:
+        pl = hp.evaluate(problem, worker_job)
+    except HetplaceError:
+        assert not feasible, "is_feasible says True but evaluate rejects the assignment"
+        return
+    assert feasible, "evaluate accepted an assignment that is_feasible rejects"
+    _certify(problem, pl)
+    wj = [int(v) for v in np.asarray(worker_job).tolist()]
+    assert wj == pl.worker_job.tolist(), "the assignment was changed on the way in"
+
+
+@FUZZ_SETTINGS
+@given(
+    option=st.sampled_from(["samples", "polish_top", "fairness_tol", "max_rounds", "threads", "speed_buckets",
+                            "latency_budget", "time_limit", "seed"]),
+    value=hostile_scalar,
+)
+def test_hostile_option_values_are_rejected_or_honoured(option, value):
+    problem = hp.Problem(**BASE)
+    if option == "seed":
+        method, kw = "smp", {"seed": value}
+    elif option == "latency_budget":
+        method, kw = "auto", {option: value}
+    elif option == "time_limit":
+        method, kw = "exact", {option: value, "exact_method": "milp"}
+    else:
+        method, kw = "smp", {option: value}
+    try:
+        pl = hp.place(problem, method=method, **kw)
+    except HetplaceError as exc:
+        assert str(exc)
+        return
+    _certify(problem, pl)
