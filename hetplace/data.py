@@ -1,20 +1,66 @@
 """Instances: the embedded default instance and the Gavel throughput-table reader.
 
-The Gavel table (``throughputs.json`` of the Gavel project, MIT licence) is NOT
-shipped with hetplace; pass the path of your copy to :func:`load_gavel`.
+hetplace ships the isolated ("null") figures of the Gavel project's measured
+throughput table (``throughputs.json``, MIT licence, Copyright (c) 2020 Stanford
+Future Data Systems; licence text in ``hetplace/_data/GAVEL_LICENSE``) for every
+GPU type and GPU count; :func:`load_gavel` reads it by default and
+:func:`gavel_path` gives its path.  The pair (space-sharing) entries of the
+original table are not shipped.  Example input files of ``hetplace place``
+ship too: :func:`example_path`.
 """
 
 import json
 import math
+import os
 import re
 from pathlib import Path
 
 import numpy as np
 
+from ._validation import check_choice
 from .errors import InvalidProblemError
 from .problem import Problem
 
-__all__ = ["GavelTable", "load_gavel", "problem_from_gavel", "default_problem", "DEFAULT_GRAD_BYTES"]
+__all__ = [
+    "GavelTable", "load_gavel", "gavel_path", "example_path", "problem_from_gavel", "default_problem",
+    "DEFAULT_GRAD_BYTES", "EXAMPLES",
+]
+
+_DATA = Path(__file__).resolve().parent / "_data"
+#: Example input files of ``hetplace place`` shipped with the package (:func:`example_path`).
+EXAMPLES = ("cluster.toml", "jobs.csv")
+
+
+def gavel_path() -> Path:
+    """Path of the Gavel throughput table shipped with hetplace.
+
+    Returns
+    -------
+    pathlib.Path
+        ``hetplace/_data/gavel_throughputs.json``: the isolated (``"null"``)
+        figures of Gavel's ``throughputs.json`` for every GPU type (consolidated
+        and ``*_unconsolidated``) and every GPU count (1, 2, 4, 8), in Gavel's
+        format; the pair entries are dropped.  Licence: MIT, see
+        ``hetplace/_data/GAVEL_LICENSE``.
+    """
+    return _DATA / "gavel_throughputs.json"
+
+
+def example_path(name: str) -> Path:
+    """Path of an example input file of ``hetplace place`` shipped with hetplace.
+
+    Parameters
+    ----------
+    name : {"cluster.toml", "jobs.csv"}
+        The example cluster description (TOML) or job list (CSV).
+
+    Returns
+    -------
+    pathlib.Path
+        Copy it and edit it, e.g. ``hetplace place --cluster CLUSTER --jobs JOBS``
+        with ``CLUSTER = example_path("cluster.toml")``.
+    """
+    return _DATA / "examples" / check_choice("name", name, EXAMPLES)
 
 #: Plausible gradient sizes (bytes) per model family, from published parameter
 #: counts (fp32): used when a job list gives none.
@@ -33,7 +79,7 @@ _BATCH = re.compile(r"\(batch size (\d+)\)")
 
 
 class GavelTable:
-    """Single-GPU throughputs read from a Gavel-format ``throughputs.json``.
+    """Isolated throughputs read from a Gavel-format ``throughputs.json``.
 
     Attributes
     ----------
@@ -41,27 +87,32 @@ class GavelTable:
     types : list of str
         GPU types with consolidated measurements (e.g. ``k80``, ``p100``, ``v100``).
     models : list of str
-        Model strings, e.g. ``"ResNet-50 (batch size 64)"``.
+        Model strings measured on one consolidated GPU, e.g. ``"ResNet-50 (batch size 64)"``.
+    gpu_counts : list of int
+        GPU counts with a measurement (Gavel: 1, 2, 4, 8), for :meth:`steps_per_second`.
     """
 
-    def __init__(self, path, steps):
+    def __init__(self, path: "str | os.PathLike[str]", steps: dict, multi: "dict | None" = None) -> None:
         self.path = Path(path)
         self._steps = steps  # {type: {model: steps/s on one GPU}}
+        # {gpu key (type or type_unconsolidated): {(model, n_gpus): steps/s of the job alone}}
+        self._multi = multi if multi is not None else {t: {(m, 1): v for m, v in e.items()} for t, e in steps.items()}
         self.types = sorted(steps)
         self.models = sorted(set().union(*(set(v) for v in steps.values())))
+        self.gpu_counts = sorted({n for e in self._multi.values() for _, n in e})
 
     @staticmethod
-    def per_gpu_batch(model):
+    def per_gpu_batch(model: str) -> int:
         """Samples per step named in the model string (1 when it names none, e.g. A3C)."""
         m = _BATCH.search(model)
         return int(m.group(1)) if m else 1
 
     @staticmethod
-    def family(model):
+    def family(model: str) -> str:
         """Model family: the model string without its batch size."""
         return _BATCH.sub("", model).strip()
 
-    def samples_per_second(self, model, gpu_type):
+    def samples_per_second(self, model: str, gpu_type: str) -> float:
         """Samples/s of ``model`` on ONE GPU of ``gpu_type`` (0 when not measured)."""
         self._check_model(model)
         if gpu_type not in self._steps:
@@ -70,6 +121,49 @@ class GavelTable:
             )
         return self._steps[gpu_type].get(model, 0.0) * self.per_gpu_batch(model)
 
+    def steps_per_second(self, model: str, gpu_type: str, n_gpus: int = 1, consolidated: bool = True) -> float:
+        """Steps/s of ``model`` running alone on ``n_gpus`` GPUs of ``gpu_type``.
+
+        Parameters
+        ----------
+        model : str
+            A model string of the table, e.g. ``"ResNet-50 (batch size 64)"``.
+        gpu_type : str
+            One of :attr:`types` (e.g. ``"v100"``).
+        n_gpus : int
+            One of :attr:`gpu_counts` (Gavel: 1, 2, 4 or 8).
+        consolidated : bool
+            True: the GPUs share one server (Gavel's ``gpu_type`` entries);
+            False: they are spread over servers (``<gpu_type>_unconsolidated``).
+
+        Returns
+        -------
+        float
+            Gavel's isolated (``"null"``) figure: steps (iterations) per second
+            of the whole job, as measured; 0.0 when the table has no figure for
+            this (model, gpu_type, n_gpus), e.g. A3C on more than one GPU.
+            :meth:`samples_per_second` is the ``n_gpus=1, consolidated=True``
+            figure times :meth:`per_gpu_batch`.
+        """
+        self._check_model(model)
+        if gpu_type not in self._steps:
+            raise InvalidProblemError(
+                f"unknown GPU type {gpu_type!r} for {self.path}; it has {', '.join(self.types)}."
+            )
+        if isinstance(n_gpus, bool) or not isinstance(n_gpus, (int, np.integer)) or int(n_gpus) not in self.gpu_counts:
+            raise InvalidProblemError(
+                f"n_gpus={n_gpus!r} has no measurement in {self.path}; pass one of "
+                f"{', '.join(map(str, self.gpu_counts))}."
+            )
+        if not isinstance(consolidated, (bool, np.bool_)):
+            raise InvalidProblemError(f"consolidated must be True or False; got {consolidated!r}.")
+        key = gpu_type if consolidated else f"{gpu_type}_unconsolidated"
+        if key not in self._multi:
+            raise InvalidProblemError(
+                f"{self.path} has no {key!r} entries (GPUs spread over servers); pass consolidated=True."
+            )
+        return self._multi[key].get((model, int(n_gpus)), 0.0)
+
     def _check_model(self, model):
         if model not in self.models:
             close = [m for m in self.models if self.family(m).lower() == self.family(model).lower()]
@@ -77,22 +171,25 @@ class GavelTable:
             raise InvalidProblemError(f"unknown model {model!r} in {self.path}.{hint}")
 
 
-def load_gavel(path):
+def load_gavel(path: "str | os.PathLike[str] | None" = None) -> GavelTable:
     """Read a Gavel-format throughput table.
 
     Parameters
     ----------
-    path : str or path-like
+    path : str or path-like, optional
         ``throughputs.json`` in Gavel's format:
         ``{gpu_type: {"('<model>', <n_gpus>)": {"null": steps/s, ...}}}``.
+        Default: the table shipped with hetplace (:func:`gavel_path`).
 
     Returns
     -------
     GavelTable
-        Single-GPU (``n_gpus == 1``) isolated throughputs of the consolidated
-        GPU types (``*_unconsolidated`` entries are skipped).
+        Isolated throughputs: single-GPU (``n_gpus == 1``) figures of the
+        consolidated GPU types for :meth:`GavelTable.samples_per_second`, and
+        every GPU type (``*_unconsolidated`` too) and GPU count for
+        :meth:`GavelTable.steps_per_second`.
     """
-    path = Path(path)
+    path = gavel_path() if path is None else Path(path)
     try:
         raw = json.loads(path.read_text())
     except FileNotFoundError:
@@ -103,10 +200,8 @@ def load_gavel(path):
         raise InvalidProblemError(f"{path} is not valid JSON (line {exc.lineno}: {exc.msg}).") from None
     if not isinstance(raw, dict) or not raw:
         raise InvalidProblemError(f"{path} must hold a JSON object keyed by GPU type.")
-    steps = {}
+    steps, multi = {}, {}
     for gpu, entries in raw.items():
-        if gpu.endswith("_unconsolidated"):
-            continue
         if not isinstance(entries, dict):
             raise InvalidProblemError(f"{path}: entry {gpu!r} must be an object keyed by \"('<model>', <n_gpus>)\".")
         table = {}
@@ -116,21 +211,26 @@ def load_gavel(path):
                 raise InvalidProblemError(
                     f"{path}: key {key!r} under {gpu!r} is not of the form \"('<model>', <n_gpus>)\"."
                 )
-            if int(m.group("n")) != 1:
-                continue
             value = val.get("null") if isinstance(val, dict) else None
             if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
                 raise InvalidProblemError(
                     f"{path}: {gpu!r} / {key!r} needs a non-negative number under \"null\"; got {value!r}."
                 )
-            table[m.group("model")] = float(value)
-        steps[gpu] = table
+            multi.setdefault(gpu, {})[(m.group("model"), int(m.group("n")))] = float(value)
+            if int(m.group("n")) == 1:
+                table[m.group("model")] = float(value)
+        multi.setdefault(gpu, {})
+        if not gpu.endswith("_unconsolidated"):
+            steps[gpu] = table
     if not steps:
         raise InvalidProblemError(f"{path} has no consolidated GPU types.")
-    return GavelTable(path, steps)
+    return GavelTable(path, steps, multi)
 
 
-def problem_from_gavel(table, jobs, type_counts, *, bandwidth=1.25e9, worker_speed=None):
+def problem_from_gavel(
+    table: "GavelTable | str | os.PathLike[str]", jobs: "list[dict]", type_counts: "dict[str, int]", *,
+    bandwidth: float = 1.25e9, worker_speed: "np.typing.ArrayLike | None" = None,
+) -> Problem:
     """Build a :class:`Problem` from a Gavel table and a job list.
 
     Parameters
@@ -167,7 +267,7 @@ def problem_from_gavel(table, jobs, type_counts, *, bandwidth=1.25e9, worker_spe
     )
 
 
-def default_problem():
+def default_problem() -> Problem:
     """The embedded default instance: a 16-GPU mixed cluster and five jobs.
 
     Throughputs are the project's own round figures (samples/s per GPU),
