@@ -26,7 +26,7 @@ import pytest
 import hetplace.exact as exact
 from hetplace.exact import solve_exact
 
-from instances import gavel_available, gavel_problem, tiny_random
+from instances import gavel_problem, tiny_random
 
 TIME_LIMIT = float(os.environ.get("HETPLACE_BENCH_TIME_LIMIT", "60"))
 KS = (8, 16, 32, 64)
@@ -47,8 +47,6 @@ _CACHE = {}
 
 
 def _instance(K, S):
-    if not gavel_available():
-        pytest.skip("Gavel throughputs not found at ../shared/data/gavel/throughputs.json")
     if (K, S) not in _CACHE:
         p = gavel_problem(1, K, S)
         _CACHE[K, S] = (p, solve_exact(p, method="dp"))
@@ -165,8 +163,6 @@ def test_auto_threshold(benchmark, G, K, S, how):
 @pytest.mark.parametrize("K,S", [(96, 4), (96, 8)])
 def test_auto_threshold_gavel(benchmark, K, S):
     """Realistic instances beyond the grid: the DP vs the SCIP MILP (time limit)."""
-    if not gavel_available():
-        pytest.skip("Gavel throughputs not found")
     p = gavel_problem(1, K, S)
     ref = solve_exact(p, method="dp")
     benchmark.group = f"auto gavel K={K} S={S} work={exact.dp_size(p)[1]:.1e} dp={ref.wall_time:.3f}s"

@@ -24,17 +24,16 @@ import pytest
 import hetplace as hp
 from hetplace.exact import solve_exact
 from hetplace.instances import gavel_instance, speeds_instance, synthetic_instance
+from hetplace.data import gavel_path
 from hetplace.smp import _cython_available
 
-GAVEL = Path(__file__).resolve().parents[2] / "shared" / "data" / "gavel" / "throughputs.json"
+GAVEL = gavel_path()  # the Gavel table shipped with hetplace
 CI = os.environ.get("CI", "") not in ("", "0", "false")
 QUALITY_N = int(os.environ.get("HETPLACE_QUALITY_N", "12" if CI else "100"))
 BACKENDS = ["numba"] + (["cython"] if _cython_available() else [])
 
 
 def _gavel():
-    if not GAVEL.exists():
-        pytest.skip(f"Gavel throughputs not found at {GAVEL}")
     return GAVEL
 
 

@@ -38,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .data import gavel_path as _gavel_path
 from .errors import HetplaceError, InvalidOptionError, MissingDependencyError
 
 __all__ = [
@@ -59,8 +60,8 @@ __all__ = [
 
 #: Methods a sweep runs by default (every method of :func:`hetplace.place`).
 ALL_METHODS = ("equal", "random", "greedy", "smp", "auto", "exact")
-#: Gavel table used when none is given, relative to the working directory.
-DEFAULT_GAVEL = Path("..") / "shared" / "data" / "gavel" / "throughputs.json"
+#: Gavel table used when none is given: the one shipped with hetplace (:func:`hetplace.data.gavel_path`).
+DEFAULT_GAVEL = _gavel_path()
 EXECUTORS = ("process", "serial", "dask")
 
 #: Columns of a result row, in output order.
@@ -85,7 +86,7 @@ class ExecutorError(HetplaceError, RuntimeError):
 
 
 def default_gavel_path():
-    """``../shared/data/gavel/throughputs.json`` (relative to the cwd) when it exists, else None."""
+    """The Gavel table shipped with hetplace (:data:`DEFAULT_GAVEL`); None only if it was removed."""
     return DEFAULT_GAVEL if DEFAULT_GAVEL.is_file() else None
 
 

@@ -5,15 +5,14 @@
 - :func:`idle_optimal`: small problems where communication makes leaving a slow
   worker idle optimal.
 - :func:`gavel_problem`: type-homogeneous problems (speeds 1) from the Gavel
-  throughput table (``../shared/data/gavel/throughputs.json``, MODEL.md 6).
+  throughput table shipped with hetplace (:func:`hetplace.data.gavel_path`, MODEL.md 6).
 """
 import functools
 import math
-from pathlib import Path
 
 import numpy as np
 
-from hetplace.data import DEFAULT_GRAD_BYTES
+from hetplace.data import DEFAULT_GRAD_BYTES, gavel_path
 from hetplace.data import load_gavel as load_gavel_table
 
 from hetplace import Problem
@@ -23,7 +22,6 @@ __all__ = [
     "tiny_random",
     "idle_optimal",
     "gavel_path",
-    "gavel_available",
     "load_gavel",
     "gavel_problem",
     "GAVEL_TYPES",
@@ -130,18 +128,9 @@ def idle_optimal(seed, n_workers=None):
 
 
 # ------------------------------------------------------------------ Gavel
-def gavel_path():
-    """Path of the Gavel throughput table (``<repo parent>/shared/data/gavel``)."""
-    return Path(__file__).resolve().parents[2] / "shared" / "data" / "gavel" / "throughputs.json"
-
-
-def gavel_available():
-    return gavel_path().is_file()
-
-
 @functools.lru_cache(maxsize=4)
 def load_gavel(path=None):
-    """Single-GPU throughputs from the Gavel table.
+    """Single-GPU throughputs from the Gavel table (default: the one shipped with hetplace).
 
     Returns
     -------
@@ -152,9 +141,6 @@ def load_gavel(path=None):
     per_gpu_batch : ndarray of int64, shape (26,)
         Batch size in the model string (A3C and CycleGAN: 1).
     """
-    path = Path(path) if path is not None else gavel_path()
-    if not path.is_file():
-        raise FileNotFoundError(f"Gavel throughputs not found at {path}")
     table = load_gavel_table(path)
     models = tuple(table.models)
     per_gpu = np.array([table.per_gpu_batch(m) for m in models], dtype=np.int64)
@@ -189,11 +175,6 @@ def gavel_problem(seed, n_workers, n_jobs, comm=True, zero_prob=0.15, type_count
     Problem
         Global batch = per-GPU batch x a multiplier in 1..8; iterations
         log-uniform in [1e3, 1e5].
-
-    Raises
-    ------
-    FileNotFoundError
-        When the Gavel table is absent (tests skip on it).
     """
     models, rates, per_gpu = load_gavel(path)
     rng = np.random.default_rng([seed, 303, n_workers, n_jobs])

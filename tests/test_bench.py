@@ -11,17 +11,16 @@ import pytest
 import hetplace.bench as bench
 import hetplace.exact as exact_mod
 from hetplace.bench import COLUMNS, SerialExecutor, SweepSpec, run_sweep
+from hetplace.data import gavel_path
 from hetplace.errors import InvalidOptionError, MissingDependencyError
 
-GAVEL = Path(__file__).resolve().parents[2] / "shared/data/gavel/throughputs.json"
-needs_gavel = pytest.mark.skipif(not GAVEL.is_file(), reason=f"Gavel throughputs not found at {GAVEL}")
+GAVEL = gavel_path()  # the Gavel table shipped with hetplace
 
 
 def tiny_spec(**kw):
     """Small grid whose references are all proven optimal quickly (DP or a fast MILP)."""
     base = dict(families=("synthetic",), K=(4, 6), S=(2, 3), seeds=(0, 1), exact_time_limit=30.0)
-    if GAVEL.is_file():
-        base.update(families=("gavel", "speeds", "synthetic"), gavel=str(GAVEL), seeds=(0,))
+    base.update(families=("gavel", "speeds", "synthetic"), gavel=str(GAVEL), seeds=(0,))
     base.update(kw)
     return SweepSpec(**base)
 

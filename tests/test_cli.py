@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from hetplace.cli import main
+from hetplace.data import gavel_path
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parent / "data"
 CLUSTER = str(ROOT / "examples" / "cluster.toml")
 JOBS = str(ROOT / "examples" / "jobs.csv")
-GAVEL = Path(__file__).resolve().parents[2] / "shared/data/gavel/throughputs.json"
-needs_gavel = pytest.mark.skipif(not GAVEL.is_file(), reason=f"Gavel throughputs not found at {GAVEL}")
+GAVEL = gavel_path()  # the Gavel table shipped with hetplace
 BATCH = {"resnet50": 256, "transformer": 128, "lm": 80, "recsys": 4096, "cyclegan": 4}
 
 
@@ -86,7 +86,6 @@ def test_place_out_file(tmp_path, name, flag):
         assert body.startswith("job") and "method equal" in body
 
 
-@needs_gavel
 def test_place_with_gavel_models():
     code, text = run(["place", "--cluster", str(DATA / "cluster_gavel.toml"), "--jobs", str(DATA / "jobs_gavel.csv"),
                       "--method", "exact", "--json"])
@@ -94,7 +93,6 @@ def test_place_with_gavel_models():
     assert [j["job"] for j in json.loads(text)["jobs"]] == ["resnet", "gan", "lm"]
 
 
-@needs_gavel
 def test_place_gavel_flag_overrides_cluster_file():
     code, _ = run(["place", "--cluster", CLUSTER, "--jobs", str(DATA / "jobs_gavel.csv"), "--gavel", str(GAVEL)])
     assert code == 0
@@ -126,7 +124,6 @@ def test_place_bad_files_exit_2_with_message(cluster, jobs, fragments, capsys):
         assert frag in err
 
 
-@needs_gavel
 def test_place_unknown_model_name_exit_2(capsys):
     code, _ = run(["place", "--cluster", str(DATA / "cluster_gavel.toml"), "--jobs", str(DATA / "jobs_unknown_model.csv")])
     err = capsys.readouterr().err
@@ -182,7 +179,6 @@ def test_bench_small_sweep_writes_csv_json_png(tmp_path, capsys):
         assert (out / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
 
 
-@needs_gavel
 def test_bench_with_gavel_flag_runs_all_families(tmp_path):
     code, _ = run(["bench", "--gavel", str(GAVEL), "--K", "4", "--S", "2", "--seeds", "0", "--methods", "greedy",
                    "exact", "--executor", "serial", "--no-progress", "--no-plots", "--out", str(tmp_path)])
@@ -192,7 +188,8 @@ def test_bench_with_gavel_flag_runs_all_families(tmp_path):
 
 
 def test_bench_without_gavel_table_says_synthetic_only(tmp_path, monkeypatch, capsys):
-    monkeypatch.chdir(tmp_path)  # no ../shared/data/gavel here
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("hetplace.bench.DEFAULT_GAVEL", tmp_path / "removed.json")  # shipped table removed
     code, _ = run(["bench", "--K", "4", "--S", "2", "--seeds", "0", "--methods", "greedy", "--executor", "serial",
                    "--no-progress", "--no-plots"])
     err = capsys.readouterr().err
@@ -204,6 +201,7 @@ def test_bench_without_gavel_table_says_synthetic_only(tmp_path, monkeypatch, ca
 
 def test_bench_gavel_families_without_table_exit_2(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("hetplace.bench.DEFAULT_GAVEL", tmp_path / "removed.json")  # shipped table removed
     assert run(["bench", "--families", "gavel", "--executor", "serial"])[0] == 2
     assert "need a Gavel table" in capsys.readouterr().err
     assert run(["bench", "--gavel", str(tmp_path / "missing.json")])[0] == 2

@@ -12,7 +12,7 @@ from hetplace import Problem
 from hetplace.errors import InvalidOptionError, InvalidProblemTypeError
 from hetplace.exact import ExactResult, solve_exact
 
-from instances import gavel_available, gavel_problem, idle_optimal, tiny_random
+from instances import gavel_problem, idle_optimal, tiny_random
 from reference import brute_force_reference, mean_jct_reference, type_dp_reference
 
 REL = 1e-9  # MILP optimum vs brute force / DP (relative, on the mean JCT)
@@ -32,8 +32,6 @@ def _tiny(seed):
 
 @pytest.fixture(scope="module")
 def gavel():
-    if not gavel_available():
-        pytest.skip("Gavel throughputs not found at ../shared/data/gavel/throughputs.json")
     return gavel_problem
 
 

@@ -411,8 +411,6 @@ def test_market_category_total_is_the_model_objective():
 
 def test_market_category_gavel_instances():
     instances = pytest.importorskip("instances")
-    if not instances.gavel_available():
-        pytest.skip("Gavel throughputs absent (../shared/data/gavel/throughputs.json)")
     for seed in range(5):
         p = instances.gavel_problem(seed, 24, 5)
         sizes = np.full(5, 4, dtype=np.int64)

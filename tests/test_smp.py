@@ -1,7 +1,5 @@
 """SMP (method="smp"): agreement across backends and threads, feasibility, quality vs exact."""
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -9,11 +7,11 @@ from hypothesis import strategies as st
 
 import hetplace as hp
 from hetplace import InvalidOptionError
+from hetplace.data import gavel_path
 from hetplace.instances import gavel_instance, speeds_instance, synthetic_instance
 from hetplace.smp import _cython_available
 
-GAVEL = Path(__file__).resolve().parents[2] / "shared" / "data" / "gavel" / "throughputs.json"
-needs_gavel = pytest.mark.skipif(not GAVEL.exists(), reason=f"Gavel throughputs not found at {GAVEL}")
+GAVEL = gavel_path()  # the Gavel table shipped with hetplace
 needs_cython = pytest.mark.skipif(not _cython_available(), reason="Cython extension not built (pip install .)")
 
 
@@ -123,7 +121,6 @@ def test_exact_on_tiny_instances_with_enumeration():
     assert worst < 1e-9
 
 
-@needs_gavel
 def test_quality_against_exact_optimum():
     """Mean gap <= 0.5 % and worst <= 2.04 % on seeded Gavel instances (the full table is a benchmark)."""
     from hetplace.exact import solve_exact
