@@ -35,7 +35,7 @@ suppress_warnings = ["myst.header"]
 # autodoc: documented members in source order; `hetplace.torch` needs PyTorch only
 # to be imported, so a machine without it builds the same pages from a mock.
 autodoc_member_order = "bysource"
-autodoc_default_options = {"members": True, "show-inheritance": False}
+autodoc_default_options = {"members": True}
 if importlib.util.find_spec("torch") is None:
     autodoc_mock_imports = ["torch"]
 
