@@ -42,3 +42,10 @@ class SolverError(HetplaceError, RuntimeError):
 
 class MissingDependencyError(HetplaceError, ImportError):
     """An optional dependency is not installed; the message says how to install it."""
+
+
+class HetplaceWarning(UserWarning):
+    """Something works but not as expected (e.g. the compiled kernels are missing and a slower backend runs)."""
+
+
+__all__.append("HetplaceWarning")
