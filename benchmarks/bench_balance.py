@@ -1,4 +1,4 @@
-"""LB-BSP simulator benchmarks: efficiency against the oracle per policy (MODEL.md section 5).
+"""LB-BSP simulator benchmarks: efficiency against the oracle per policy (docs/model.md §6.5).
 
 Run:  pytest benchmarks/bench_balance.py --benchmark-only -s
 (``-s`` prints the efficiency table; ``--benchmark-disable`` runs it once as a smoke test.)

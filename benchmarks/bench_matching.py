@@ -1,4 +1,4 @@
-"""Benchmarks of the matching kernels (MODEL.md 2.2): python vs numba vs cython.
+"""Benchmarks of the matching kernels (docs/model.md §3.3-3.5): python vs numba vs cython.
 
 Run (from the repository root)::
 

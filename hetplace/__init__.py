@@ -3,7 +3,7 @@
 Public API
 ----------
 Problem, evaluate, Placement, is_feasible
-    The placement model (MODEL.md section 1).
+    The placement model (docs/model.md §1).
 place(problem, method=...)
     Baselines, exact and sampling-based placement.
 solve_exact(problem, method="auto", ...)

@@ -5,7 +5,7 @@
 - :func:`idle_optimal`: small problems where communication makes leaving a slow
   worker idle optimal.
 - :func:`gavel_problem`: type-homogeneous problems (speeds 1) from the Gavel
-  throughput table shipped with hetplace (:func:`hetplace.data.gavel_path`, MODEL.md 6).
+  throughput table shipped with hetplace (:func:`hetplace.data.gavel_path`, docs/model.md §7.1).
 """
 import functools
 import math

@@ -1,4 +1,4 @@
-# Categories (MODEL.md 2.1, 2.3): nogil kernels shared with other Cython modules.
+# Categories (docs/model.md §3.2, §3.6): nogil kernels shared with other Cython modules.
 #
 #   from hetplace._core._categories cimport unrank_category_nogil
 #   from hetplace._core._rng cimport rand_u01          # counter-based RNG (inline)

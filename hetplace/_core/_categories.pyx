@@ -1,4 +1,4 @@
-# Categories (MODEL.md 2.1, 2.3): ranking, enumeration and sampling, Cython kernels.
+# Categories (docs/model.md §3.2, §3.6): ranking, enumeration and sampling, Cython kernels.
 # Twin of _categories_nb.py / _categories_py.py (same operations, same order, same
 # bits); the algorithms and stream ids are documented in _categories_py.py.
 # Kernel: inputs are trusted (validated by hetplace.categories); no bounds checks.

@@ -1,4 +1,4 @@
-"""Categories (MODEL.md 2.1, 2.3): ranking, enumeration and sampling, Numba kernels.
+"""Categories (docs/model.md §3.2, §3.6): ranking, enumeration and sampling, Numba kernels.
 
 Private kernels: inputs are trusted (validated by :mod:`hetplace.categories`).
 The algorithms, stream ids and conventions are documented in

@@ -7,7 +7,7 @@ matrix ``cnt[i, c]`` (workers of class c given to job i), and both steps of an
 SMP sample can work on it instead of on single workers:
 
 market (:func:`class_market`)
-    The linearised market of MODEL.md 2.2 is a transportation problem between
+    The linearised market of docs/model.md §3.3 is a transportation problem between
     job slots and worker classes.  It is solved by the same exact auction
     (``auction_kernel``) with the roles of the sides swapped: the *slots* of
     each job arrive and the C worker classes are the nodes of the shortest-path
@@ -201,7 +201,7 @@ def _after_round(r, status, rhoC, work, comm, sizes, unit_col, X, Xt, n, cnt, pr
 
 @njit(cache=True, nogil=True)
 def class_market(rhoC, work, comm, mc, sizes, max_rounds, cnt_best, stats, fws, iws):
-    """One SMP category on worker classes (iterated linearised market, MODEL.md 2.2).
+    """One SMP category on worker classes (iterated linearised market, docs/model.md §3.8).
 
     Parameters
     ----------

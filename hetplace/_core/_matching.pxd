@@ -1,4 +1,4 @@
-# Deferred-acceptance matching kernels (MODEL.md 2.2), Cython backend: the
+# Deferred-acceptance matching kernels (docs/model.md §3.3-3.5), Cython backend: the
 # C-level API for other Cython modules (e.g. the SMP driver):
 #
 #     from hetplace._core._matching cimport market_category_c, FORM_PRICE

@@ -1,4 +1,4 @@
-# Deferred-acceptance matching kernels (MODEL.md 2.2), Cython backend.
+# Deferred-acceptance matching kernels (docs/model.md §3.3-3.5), Cython backend.
 #
 # Private: inputs are trusted (validated by hetplace.matching, or built by the
 # SMP driver).  The cdef functions (declared in _matching.pxd) are noexcept

@@ -1,4 +1,4 @@
-"""Deferred-acceptance matching kernels (MODEL.md 2.2), Numba backend.
+"""Deferred-acceptance matching kernels (docs/model.md §3.3-3.5), Numba backend.
 
 Private: inputs are trusted (validated by :mod:`hetplace.matching`, or built by
 the SMP driver); nothing here checks shapes, dtypes or values.  Every kernel is
@@ -623,7 +623,7 @@ def gale_shapley_kernel(job_order, order_len, worker_rank, caps, worker_job, sta
 def market_category_kernel(rho, work, comm_time, sizes, form, max_rounds,
                            job_order, order_len, worker_rank,
                            worker_job, stats, fws, iws):
-    """Solve one SMP category: iterated linearised market (MODEL.md 2.2).
+    """Solve one SMP category: iterated linearised market (docs/model.md §3.3).
 
     Parameters
     ----------

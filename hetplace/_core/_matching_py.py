@@ -1,4 +1,4 @@
-"""Deferred-acceptance matching kernels (MODEL.md 2.2), plain-Python backend.
+"""Deferred-acceptance matching kernels (docs/model.md §3.3-3.5), plain-Python backend.
 
 Private.  The same algorithms as :mod:`hetplace._core._matching_nb` (whose
 docstrings describe them), written as plain Python loops over lists that

@@ -1,4 +1,4 @@
-"""Local-search polish of a placement (MODEL.md 2.3, "beyond the paper"), Numba kernel.
+"""Local-search polish of a placement (docs/model.md §3.7, "beyond the paper"), Numba kernel.
 
 Best-improvement descent over three neighbourhoods:
 

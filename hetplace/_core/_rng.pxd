@@ -1,4 +1,4 @@
-# Counter-based random numbers (MODEL.md 2.4), Cython inline functions.
+# Counter-based random numbers (docs/model.md §3.10), Cython inline functions.
 #
 # Header-only: ``from hetplace._core._rng cimport rand_u01`` inlines the
 # functions into the caller (nothing to import at run time).  Definitions and

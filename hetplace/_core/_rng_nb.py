@@ -1,4 +1,4 @@
-"""Counter-based random numbers (MODEL.md 2.4), Numba kernels.
+"""Counter-based random numbers (docs/model.md §3.10), Numba kernels.
 
 A draw is a pure function of ``(seed, stream, counter)``, so parallel loops can
 draw without sharing state and every backend gets the same bits:

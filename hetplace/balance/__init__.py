@@ -1,4 +1,4 @@
-"""LB-BSP: semi-dynamic batch sizing for heterogeneous, fluctuating workers (MODEL.md section 5).
+"""LB-BSP: semi-dynamic batch sizing for heterogeneous, fluctuating workers (docs/model.md §6).
 
 Public API
 ----------

@@ -1,4 +1,4 @@
-"""LB-BSP semi-dynamic batch sizing: :class:`LoadBalancer` and its policies (MODEL.md section 5)."""
+"""LB-BSP semi-dynamic batch sizing: :class:`LoadBalancer` and its policies (docs/model.md §6.3)."""
 
 import math
 import numbers

@@ -1,4 +1,4 @@
-"""Online speed estimators for LB-BSP (MODEL.md section 5).
+"""Online speed estimators for LB-BSP (docs/model.md §6.3).
 
 All estimators work on log speeds (samples/s), so a 3x hiccup and a halving
 are symmetric, additive disturbances.  Shapes: ``n`` workers, ``m`` signals.

@@ -1,7 +1,7 @@
 """Epoch plans: one shared, seeded permutation per epoch, sliced by the current sizes.
 
-Framework-free core of :class:`hetplace.torch.LBBSPBatchSampler` (MODEL.md
-section 5, "unbiased aggregation"): every rank builds the same permutation
+Framework-free core of :class:`hetplace.torch.LBBSPBatchSampler` (docs/model.md
+§6.4, "unbiased aggregation"): every rank builds the same permutation
 from ``(seed, epoch)``; iteration ``j`` takes the ``j``-th block of
 ``global_batch`` indices and cuts it into consecutive pieces of the sizes in
 force, so every sample is used exactly once per epoch and every rank runs the

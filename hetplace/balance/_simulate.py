@@ -1,4 +1,4 @@
-"""A simulator of non-dedicated clusters for LB-BSP policies (MODEL.md section 5).
+"""A simulator of non-dedicated clusters for LB-BSP policies (docs/model.md §6.5).
 
 :func:`make_scenario` draws a seeded :class:`Scenario`: true per-worker speeds
 over time (heterogeneous base speeds, step slowdowns from co-tenants, a
@@ -517,7 +517,7 @@ def simulate(policy="cpu", scenario=None, *, seed=0, signals=True, compare=True,
     times (true times x jitter x hiccups) and the signals read at the
     barrier.  The oracle's time is the best integer split for iteration
     ``t``'s true speeds (knees and caps included) plus the same
-    communication: MODEL.md section 5's limit.  Jitter and hiccups corrupt
+    communication: docs/model.md §6.5's limit.  Jitter and hiccups corrupt
     what the policy measures, not the time the iteration takes, so the
     efficiency measures estimation and prediction, not luck.
     """

@@ -45,7 +45,7 @@ def allreduce_gradients_(parameters, local_count, total_count, group=None, reduc
     Notes
     -----
     With local losses averaged over ``b_i`` samples, the full-batch mean
-    gradient is ``sum_i (b_i / B) g_i`` (MODEL.md section 5); plain averaging
+    gradient is ``sum_i (b_i / B) g_i`` (docs/model.md §6.4); plain averaging
     ``(1/n) sum_i g_i`` is biased towards small shards.  All gradients go in
     one flat buffer and one ``all_reduce(SUM)``.  A rank with no sample sends
     zeros (and still joins the collective).

@@ -1,4 +1,4 @@
-"""LoadBalancer: contract, invariants, policies and pinned error messages (MODEL.md section 5)."""
+"""LoadBalancer: contract, invariants, policies and pinned error messages (docs/model.md §6.3)."""
 
 import math
 import re

@@ -1,4 +1,4 @@
-"""The simulator and the headline efficiency figures (MODEL.md section 5).
+"""The simulator and the headline efficiency figures (docs/model.md §6.5).
 
 Seeds 1000+ are not the ones the policies were developed on (0-19, 100-129).
 The oracle knows every iteration's true speeds; the policies see only noisy
