@@ -33,6 +33,14 @@ column                 meaning
 Every problem with a file is reported as :class:`InputFileError` (an
 :class:`~hetplace.errors.InvalidProblemError`) whose message names the file,
 the line or field, and the fix.
+
+Every reader (cluster, jobs, and :func:`hetplace.data.load_gavel`) reads its
+file through one helper that accepts only a regular file (a directory, a
+named pipe or a device such as ``/dev/zero`` is refused before it is
+opened), of at most :data:`MAX_FILE_BYTES` bytes, in UTF-8 (a bad byte is
+reported with its offset and line).  Integers of more digits than Python
+converts, values nested beyond Python's recursion limit, and CSV cells
+beyond the ``csv`` module's field limit are reported as input errors too.
 """
 
 import csv
@@ -41,12 +49,15 @@ import json
 import math
 import os
 import re
+import stat
+import sys
 from pathlib import Path
 
 import numpy as np
 
+from ._validation import COUNT_MAX, REAL_MAX, REAL_MIN, check_count_total
 from .errors import InvalidOptionError, InvalidProblemError, MissingDependencyError
-from .problem import Problem
+from .problem import MAX_WORKERS, Problem
 
 __all__ = [
     "InputFileError",
@@ -59,6 +70,7 @@ __all__ = [
     "write_placement",
     "parse_bandwidth",
     "parse_bytes",
+    "MAX_FILE_BYTES",
 ]
 
 
@@ -98,6 +110,152 @@ def _toml():
     return tomllib
 
 
+# ------------------------------------------------------------------ reading a file
+#: Largest input file (cluster TOML, job CSV, Gavel JSON) the readers accept, in bytes:
+#: 64 MiB, far above real inputs (a 1,000,000-worker cluster with a speed per worker is
+#: about 20 MB, 50,000 jobs about 3 MB), and small enough to read into memory at once.
+MAX_FILE_BYTES = 64 * 2**20
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _short(value, limit=60):
+    """``repr(value)``, cut to about ``limit`` characters (messages quote user input, which can be huge)."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit - 15]}...{text[-10:]} ({len(text)} characters)"
+
+
+def _not_regular(mode):
+    for test, kind in _KINDS:
+        if test(mode):
+            return kind
+    return "not a regular file"
+
+
+def _read_input(path, what, example, encoding="utf-8", limit=MAX_FILE_BYTES):
+    """Text of the input file ``path``, or an :class:`InputFileError` naming the file and the fix.
+
+    The one way every reader reads its file.  The path is checked with
+    ``os.stat`` before it is opened: only a regular file is read (opening a
+    FIFO blocks until a writer comes, ``/dev/zero`` never ends).  The file is
+    then opened without blocking, checked again on the open descriptor (the
+    path may have changed in between), and at most ``limit`` bytes are read.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+    what : str
+        The file's role in messages, e.g. ``"cluster file"``.
+    example : str
+        What to pass instead, e.g. ``"a cluster TOML file (see examples/cluster.toml)"``.
+    encoding : {"utf-8", "utf-8-sig"}
+    limit : int
+        Largest size accepted, in bytes (default :data:`MAX_FILE_BYTES`).
+
+    Returns
+    -------
+    str
+    """
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise InputFileError(path, f"the {what} does not exist.", f"pass the path of {example}.") from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise InputFileError(path, f"cannot read the {what} ({reason}).", "check the path and permissions.") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise InputFileError(path, f"the {what} is {_not_regular(st.st_mode)}, not a regular file.",
+                             f"pass the path of {example}.")
+    if st.st_size > limit:
+        raise InputFileError(path, f"the {what} has {st.st_size:,} bytes; at most {limit:,} are read.",
+                             f"pass {example}; an input this large is not a {what}.")
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    except OSError as exc:
+        raise InputFileError(path, f"cannot read the {what} ({exc.strerror}).", "check the path and permissions.") from None
+    with os.fdopen(fd, "rb") as f:
+        try:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise InputFileError(path, f"the {what} is {_not_regular(st.st_mode)}, not a regular file.",
+                                     f"pass the path of {example}.")
+            data = f.read(limit + 1)
+        except OSError as exc:
+            raise InputFileError(path, f"cannot read the {what} ({exc.strerror}).",
+                                 "check the path and permissions.") from None
+    if len(data) > limit:
+        raise InputFileError(path, f"the {what} has more than {limit:,} bytes (it grew while being read).",
+                             f"pass {example}; an input this large is not a {what}.")
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputFileError(
+            path, f"the {what} is not UTF-8 text: byte 0x{data[exc.start]:02x} at byte offset {exc.start} "
+            f"({exc.reason}).", f"save it as UTF-8 text ({example}).", line=line) from None
+
+
+def _line_of(text, pos):
+    return text.count("\n", 0, pos) + 1
+
+
+def _digit_run(text, n, pattern=r"[0-9]+"):
+    """Match of the first run of ``pattern`` with at least ``n`` digits (in linear time), or None."""
+    return next((m for m in re.finditer(pattern, text) if len(m.group().replace("_", "")) >= n), None)
+
+
+def _long_integer(text):
+    """(line, key) of the first integer of more digits than Python converts to int, or None."""
+    digits = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 0
+    m = _digit_run(text, (digits or 4300) + 1, r"[0-9][0-9_]*")
+    if m is None:
+        return None
+    line = _line_of(text, m.start())
+    start = text.rfind("\n", 0, m.start()) + 1
+    key = re.match(r"\s*([A-Za-z0-9_\-.\"' ]+?)\s*=", text[start:m.start()])
+    return line, None if key is None else f"key {_short(key.group(1).strip())}"
+
+
+class _IntegerTooLarge(ValueError):
+    pass
+
+
+def _json_int(text):
+    if len(text) <= 18:
+        return int(text)
+    value = float(text)
+    if math.isinf(value):
+        raise _IntegerTooLarge(text.lstrip("-"))
+    return value
+
+
+def _read_json(path, what, example):
+    """The JSON document of ``path`` (through :func:`_read_input`); every failure an :class:`InputFileError`.
+
+    Integers of more than 18 digits are read as float (the value is the
+    same: every consumer converts to float), so a huge integer never reaches
+    ``int()``'s digit limit nor overflows a later float conversion; one
+    beyond float64's range is an error naming its line.
+    """
+    text = _read_input(path, what, example)
+    try:
+        return json.loads(text, parse_int=_json_int)
+    except _IntegerTooLarge as exc:
+        m = _digit_run(text, len(exc.args[0]))
+        raise InputFileError(path, f"the {what} holds an integer of {len(exc.args[0]):,} digits, beyond the "
+                             f"range of float64 (about 1.8e308).", f"pass {example}.",
+                             line=_line_of(text, m.start()) if m else None) from None
+    except json.JSONDecodeError as exc:
+        raise InputFileError(path, f"the {what} is not valid JSON ({exc.msg}, column {exc.colno}).",
+                             f"pass {example}.", line=exc.lineno) from None
+    except RecursionError:
+        raise InputFileError(path, f"the {what} nests arrays or objects deeper than Python's recursion limit "
+                             f"({sys.getrecursionlimit()}).", f"pass {example}.") from None
+
+
 # ------------------------------------------------------------------ quantities
 _RATE_UNITS = {
     "b/s": 1.0, "kb/s": 1e3, "mb/s": 1e6, "gb/s": 1e9, "tb/s": 1e12,
@@ -108,7 +266,9 @@ _BYTE_UNITS = {
     "b": 1.0, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
     "kib": 2.0**10, "mib": 2.0**20, "gib": 2.0**30, "tib": 2.0**40,
 }
-_QUANTITY = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([A-Za-z/]*)\s*$")
+# the number as "digits[.digits]" or ".digits": one way to match each text, so a long cell
+# that does not match fails in linear time (``[0-9]*\.?[0-9]+`` backtracks quadratically)
+_QUANTITY = re.compile(r"^\s*((?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)\s*([A-Za-z/]*)\s*$")
 
 
 def _quantity(text, units, default_unit):
@@ -116,7 +276,10 @@ def _quantity(text, units, default_unit):
     if isinstance(text, bool):
         return None
     if isinstance(text, (int, float)):
-        return float(text)
+        try:
+            return float(text)
+        except OverflowError:  # an integer beyond float64
+            return None
     m = _QUANTITY.match(str(text))
     if not m:
         return None
@@ -141,7 +304,7 @@ def parse_bandwidth(value):
         raise InvalidProblemError(
             f"bandwidth must be a positive number of bytes/s, a string such as \"10Gbit/s\" or "
             f"\"1.25GB/s\" (units: B/s, KB/s, MB/s, GB/s, bit/s, Kbit/s, Mbit/s, Gbit/s, Gbps), "
-            f"or \"inf\" (no communication); got {value!r}."
+            f"or \"inf\" (no communication); got {_short(value)}."
         )
     return bw
 
@@ -217,36 +380,35 @@ def read_cluster(path):
     """
     path = Path(path)
     tomllib = _toml()
+    text = _read_input(path, "cluster file", "a cluster TOML file (see examples/cluster.toml)")
+    toml_fix = ("write key = value pairs, strings in double quotes, a [cluster] table and one [[types]] "
+                "table per GPU type (see examples/cluster.toml).")
     try:
-        text = path.read_bytes()
-    except FileNotFoundError:
-        raise InputFileError(path, "the cluster file does not exist.", "pass the path of a cluster TOML file "
-                             "(see examples/cluster.toml).") from None
-    except OSError as exc:
-        raise InputFileError(path, f"cannot read the cluster file ({exc.strerror}).", "check the path and permissions.") from None
-    try:
-        doc = tomllib.loads(text.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise InputFileError(path, "the cluster file is not UTF-8 text.", "save it as UTF-8 TOML.") from None
+        doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         m = re.search(r"line (\d+)", str(exc))
+        raise InputFileError(path, f"malformed TOML ({exc}).", toml_fix, line=int(m.group(1)) if m else None) from None
+    except RecursionError:
+        raise InputFileError(path, "the TOML nests arrays or inline tables deeper than Python's recursion limit "
+                             f"({sys.getrecursionlimit()}).", toml_fix) from None
+    except ValueError:  # tomllib's int(): more digits than Python converts
+        where = _long_integer(text)
         raise InputFileError(
-            path, f"malformed TOML ({exc}).",
-            "write key = value pairs, strings in double quotes, a [cluster] table and one [[types]] "
-            "table per GPU type (see examples/cluster.toml).",
-            line=int(m.group(1)) if m else None,
-        ) from None
+            path, f"an integer has more than {sys.get_int_max_str_digits() or 4300} digits (more than Python reads).",
+            "write counts as plain integers (at most 1,000,000 workers in all) and other numbers "
+            "in their supported range (1e-30..1e30).",
+            line=where[0] if where else None, field=where[1] if where else None) from None
 
     for key in doc:
         if key not in _TOP_KEYS:
-            raise InputFileError(path, f"unknown top-level key {key!r}.",
+            raise InputFileError(path, f"unknown top-level key {_short(key)}.",
                                  f"use only {', '.join(_TOP_KEYS)} (types go in [[types]] tables).", field=key)
     cluster = doc.get("cluster", {})
     if not isinstance(cluster, dict):
         raise InputFileError(path, "'cluster' must be a table.", "write it as a [cluster] section.", field="cluster")
     for key in cluster:
         if key not in _CLUSTER_KEYS:
-            raise InputFileError(path, f"unknown key {key!r} in [cluster].",
+            raise InputFileError(path, f"unknown key {_short(key)} in [cluster].",
                                  f"use only {', '.join(_CLUSTER_KEYS)}.", field=f"cluster.{key}")
 
     bandwidth = math.inf
@@ -256,6 +418,10 @@ def read_cluster(path):
         except InvalidProblemError as exc:
             raise InputFileError(path, str(exc), "e.g. bandwidth = \"10Gbit/s\" or bandwidth = 1.25e9.",
                                  field="cluster.bandwidth") from None
+        if math.isfinite(bandwidth) and not REAL_MIN <= bandwidth <= REAL_MAX:
+            raise InputFileError(path, f"bandwidth must lie in [{REAL_MIN:g}, {REAL_MAX:g}] bytes/s (the supported "
+                                 f"range) or be \"inf\"; got {_short(cluster['bandwidth'])}.",
+                                 "e.g. bandwidth = \"10Gbit/s\" or bandwidth = 1.25e9.", field="cluster.bandwidth")
 
     gavel = None
     if "gavel" in doc and "gavel" in cluster:
@@ -264,7 +430,7 @@ def read_cluster(path):
     if raw_gavel is not None:
         field = "gavel" if "gavel" in doc else "cluster.gavel"
         if not isinstance(raw_gavel, str) or not raw_gavel.strip():
-            raise InputFileError(path, f"gavel must be a path string; got {raw_gavel!r}.",
+            raise InputFileError(path, f"gavel must be a path string; got {_short(raw_gavel)}.",
                                  "write gavel = \"path/to/throughputs.json\".", field=field)
         gavel = Path(raw_gavel).expanduser()
         if not gavel.is_absolute():
@@ -277,33 +443,49 @@ def read_cluster(path):
     if not isinstance(types, list) or not types or not all(isinstance(t, dict) for t in types):
         raise InputFileError(path, "'types' must be an array of tables.",
                              "write one [[types]] section per GPU type (double brackets).", field="types")
-    names, counts, speeds = [], [], []
-    any_speed = False
+    # first the names and counts, then (once their exact total is known to be supported) the speeds:
+    # count = 10**12 must be an error, not a list of 10**12 speeds
+    names, counts, labels, seen = [], [], [], set()
     for j, t in enumerate(types):
-        label = f"[[types]] #{j + 1}" + (f" ({t['name']})" if isinstance(t.get("name"), str) else "")
+        label = f"[[types]] #{j + 1}" + (f" ({t['name'][:40]})" if isinstance(t.get("name"), str) else "")
         for key in t:
             if key not in _TYPE_KEYS:
-                raise InputFileError(path, f"unknown key {key!r}.", f"use only {', '.join(_TYPE_KEYS)}.",
-                                     field=f"{label}, key {key!r}")
+                raise InputFileError(path, f"unknown key {_short(key)}.", f"use only {', '.join(_TYPE_KEYS)}.",
+                                     field=f"{label}, key {_short(key)}")
         name = t.get("name")
         if not isinstance(name, str) or not name.strip() or not re.fullmatch(r"[A-Za-z0-9_.\-]+", name.strip()):
-            raise InputFileError(path, f"name must be a non-empty string of letters, digits, '_', '-' or '.'; got {name!r}.",
+            raise InputFileError(path, f"name must be a non-empty string of letters, digits, '_', '-' or '.'; got {_short(name)}.",
                                  "write e.g. name = \"v100\".", field=f"{label}, key 'name'")
         name = name.strip()
-        if name in names:
-            raise InputFileError(path, f"GPU type {name!r} is defined twice.",
+        if name in seen:
+            raise InputFileError(path, f"GPU type {_short(name)} is defined twice.",
                                  "merge the two [[types]] tables (add their counts).", field=f"{label}, key 'name'")
         count = t.get("count")
         if not isinstance(count, int) or isinstance(count, bool) or count < 0:
-            raise InputFileError(path, f"count must be a non-negative integer; got {count!r}.",
+            raise InputFileError(path, f"count must be a non-negative integer; got {_short(count)}.",
                                  "write e.g. count = 4 (no quotes).", field=f"{label}, key 'count'")
+        names.append(name)
+        seen.add(name)
+        counts.append(count)
+        labels.append(label)
+    total = check_count_total(
+        "the key count of the [[types]] tables", counts, limit=MAX_WORKERS,
+        error=lambda msg: InputFileError(path, msg, f"give at most {MAX_WORKERS:,} workers in all (split the "
+                                         "cluster into several files).", field="types"),
+    )
+    if total == 0:
+        raise InputFileError(path, "the cluster has no workers (every count is 0).",
+                             "give at least one type a positive count.", field="types")
+    speeds = []
+    any_speed = False
+    for t, count, label in zip(types, counts, labels):
         sp = t.get("speeds")
         if sp is None:
             sp = [1.0] * count
         else:
             any_speed = True
             if not isinstance(sp, list) or not all(_is_number(v) for v in sp):
-                raise InputFileError(path, f"speeds must be a list of numbers; got {sp!r}.",
+                raise InputFileError(path, f"speeds must be a list of numbers; got {_short(sp)}.",
                                      f"write e.g. speeds = [{', '.join(['1.0'] * min(count, 3))}{', ...' if count > 3 else ''}]"
                                      " (one per worker).", field=f"{label}, key 'speeds'")
             if len(sp) != count:
@@ -312,15 +494,15 @@ def read_cluster(path):
                                      field=f"{label}, key 'speeds'")
             bad = [v for v in sp if not (0 < v <= 1) or math.isnan(v)]
             if bad:
-                raise InputFileError(path, f"speeds must lie in (0, 1]; got {bad[0]!r}.",
+                raise InputFileError(path, f"speeds must lie in (0, 1]; got {_short(bad[0])}.",
                                      "give each worker's available fraction of its nominal speed "
                                      "(divide by the fastest worker's speed).", field=f"{label}, key 'speeds'")
-        names.append(name)
-        counts.append(count)
+            tiny = [v for v in sp if v < REAL_MIN]
+            if tiny:
+                raise InputFileError(path, f"speeds must be at least {REAL_MIN:g} (the supported range); "
+                                     f"got {_short(tiny[0])}.", "give each worker's available fraction of its "
+                                     "nominal speed; drop a worker that is this slow.", field=f"{label}, key 'speeds'")
         speeds.extend(float(v) for v in sp)
-    if sum(counts) == 0:
-        raise InputFileError(path, "the cluster has no workers (every count is 0).",
-                             "give at least one type a positive count.", field="types")
     return ClusterSpec(names, counts, speeds if any_speed else None, bandwidth, gavel, path)
 
 
@@ -332,12 +514,50 @@ def _number(text, path, line, column, what, fix):
     try:
         v = float(text)
     except ValueError:
-        raise InputFileError(path, f"{text!r} is not a number ({what}).", fix, line=line,
+        raise InputFileError(path, f"{_short(text)} is not a number ({what}).", fix, line=line,
                              field=f"column {column!r}") from None
     if not math.isfinite(v):
-        raise InputFileError(path, f"{text!r} is not a finite number ({what}).", fix, line=line,
+        raise InputFileError(path, f"{_short(text)} is not a finite number ({what}).", fix, line=line,
                              field=f"column {column!r}")
+    _check_range(v, text, path, line, column, what)
     return v
+
+
+def _check_range(v, text, path, line, column, what):
+    if v != 0 and not REAL_MIN <= abs(v) <= REAL_MAX:
+        raise InputFileError(path, f"{_short(text)} is outside the supported range ({what}: 0 or a magnitude in "
+                             f"[{REAL_MIN:g}, {REAL_MAX:g}]).", "rescale the units (e.g. per hour instead of "
+                             "per second, MB instead of bytes).", line=line, field=f"column {column!r}")
+
+
+def _csv_rows(reader, path, text, header):
+    """The rows of ``reader``; a ``csv.Error`` (e.g. a cell beyond the field limit) as an :class:`InputFileError`.
+
+    ``header`` is a list the caller fills with the column names once it has
+    read them (to name the column of an over-long cell).
+    """
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            line = reader.line_num
+            field = None
+            if "field limit" in str(exc):
+                # the column, when the line has no quotes (then splitting on commas is exact)
+                lines = text.splitlines()
+                raw = lines[line - 1] if 0 < line <= len(lines) else ""
+                cells = raw.split(",")
+                if '"' not in raw and any(len(c) > csv.field_size_limit() for c in cells):
+                    j = next(j for j, c in enumerate(cells) if len(c) > csv.field_size_limit())
+                    field = f"column {_short(header[j])}" if j < len(header) else f"column {j + 1}"
+                problem = f"a cell is longer than {csv.field_size_limit():,} characters (the csv module's limit)."
+            else:
+                problem = f"the line cannot be read as CSV ({exc})."
+            raise InputFileError(path, problem, "keep every cell short (names, numbers, model strings); check "
+                                 "for an unclosed double quote.", line=line, field=field) from None
+        yield row
 
 
 def read_jobs(path, cluster, gavel=None):
@@ -366,19 +586,13 @@ def read_jobs(path, cluster, gavel=None):
     from .data import DEFAULT_GRAD_BYTES, GavelTable, load_gavel
 
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise InputFileError(path, "the job file does not exist.",
-                             "pass the path of a job CSV file (see examples/jobs.csv).") from None
-    except UnicodeDecodeError:
-        raise InputFileError(path, "the job file is not UTF-8 text.", "save it as UTF-8 CSV.") from None
-    except OSError as exc:
-        raise InputFileError(path, f"cannot read the job file ({exc.strerror}).", "check the path and permissions.") from None
+    text = _read_input(path, "job file", "a job CSV file (see examples/jobs.csv)", encoding="utf-8-sig")
 
     reader = csv.reader(_io.StringIO(text, newline=""))
+    columns = []
+    rows = _csv_rows(reader, path, text, columns)
     header = None
-    for row in reader:
+    for row in rows:
         if row and any(c.strip() for c in row) and not row[0].lstrip().startswith("#"):
             header = [c.strip() for c in row]
             break
@@ -386,6 +600,7 @@ def read_jobs(path, cluster, gavel=None):
         raise InputFileError(path, "the job file is empty.",
                              "write a header line such as name,model,batch,iterations,grad_bytes and one line per job.")
     header_line = reader.line_num
+    columns.extend(header)
     types = cluster.type_names
     col = {}
     for j, name in enumerate(header):
@@ -394,26 +609,26 @@ def read_jobs(path, cluster, gavel=None):
             raise InputFileError(path, f"header column {j + 1} is empty.", "name every column or delete the empty one.",
                                  line=header_line)
         if key in col:
-            raise InputFileError(path, f"column {name!r} appears twice.", "keep one of them.", line=header_line)
+            raise InputFileError(path, f"column {_short(name)} appears twice.", "keep one of them.", line=header_line)
         if key.startswith("throughput_"):
             t = name[len("throughput_"):]
             if t not in types:
                 hint = [x for x in types if x.lower() == t.lower()]
                 raise InputFileError(
-                    path, f"column {name!r} names the unknown GPU type {t!r}; "
+                    path, f"column {_short(name)} names the unknown GPU type {_short(t)}; "
                     f"{cluster.path or 'the cluster'} defines {', '.join(types)}.",
                     f"rename it to throughput_{hint[0]}." if hint else
                     f"rename it to one of {', '.join('throughput_' + x for x in types)} or add a "
-                    f"[[types]] table named {t!r} to the cluster file.",
-                    line=header_line, field=f"column {name!r}")
+                    f"[[types]] table named {_short(t)} to the cluster file.",
+                    line=header_line, field=f"column {_short(name)}")
             col[f"throughput_{t}"] = j
         elif key in _BASE_COLUMNS:
             col[key] = j
         else:
             raise InputFileError(
-                path, f"unknown column {name!r}.",
+                path, f"unknown column {_short(name)}.",
                 f"use only {', '.join(_BASE_COLUMNS)} and throughput_<type> with a type of the cluster "
-                f"({', '.join(types)}).", line=header_line, field=f"column {name!r}")
+                f"({', '.join(types)}).", line=header_line, field=f"column {_short(name)}")
     missing = [c for c in ("batch", "iterations") if c not in col]
     tp_cols = [f"throughput_{t}" for t in types if f"throughput_{t}" in col]
     if not tp_cols and "model" not in col:
@@ -426,8 +641,8 @@ def read_jobs(path, cluster, gavel=None):
             line=header_line)
 
     table = gavel if gavel is not None else cluster.gavel
-    rho, batch, iters, grad, names = [], [], [], [], []
-    for row in reader:
+    rho, batch, iters, grad, names, seen = [], [], [], [], [], set()
+    for row in rows:
         line = reader.line_num
         if not row or not any(c.strip() for c in row) or row[0].lstrip().startswith("#"):
             continue
@@ -441,8 +656,8 @@ def read_jobs(path, cluster, gavel=None):
 
         i = len(names)
         name = cell("name") or f"job{i}"
-        if name in names:
-            raise InputFileError(path, f"job name {name!r} is used twice.", "give every job its own name.",
+        if name in seen:
+            raise InputFileError(path, f"job name {_short(name)} is used twice.", "give every job its own name.",
                                  line=line, field="column 'name'")
         model = cell("model")
         r = np.full(len(types), np.nan)
@@ -452,14 +667,14 @@ def read_jobs(path, cluster, gavel=None):
                 v = _number(cell(c), path, line, c, "samples/s on one worker",
                             "write samples/s of the job on ONE worker of this type (0 = cannot run there).")
                 if v < 0:
-                    raise InputFileError(path, f"throughput {v!r} is negative.",
+                    raise InputFileError(path, f"throughput {_short(v)} is negative.",
                                          "write samples/s >= 0 (0 = the job cannot run on this type).",
-                                         line=line, field=f"column {c!r}")
+                                         line=line, field=f"column {_short(c)}")
                 r[g] = v
         if model:
             if table is None:
                 raise InputFileError(
-                    path, f"model {model!r} needs a Gavel throughput table, and none is given.",
+                    path, f"model {_short(model)} needs a Gavel throughput table, and none is given.",
                     "add gavel = \"path/to/throughputs.json\" to the cluster file (or pass --gavel PATH), "
                     "or give throughput_<type> columns instead of model.", line=line, field="column 'model'")
             if not isinstance(table, GavelTable):
@@ -472,15 +687,17 @@ def read_jobs(path, cluster, gavel=None):
             if model not in table.models:
                 close = [m for m in table.models if table.family(m).lower() == table.family(model).lower()]
                 raise InputFileError(
-                    path, f"unknown model {model!r} (not in {table.path}).",
+                    path, f"unknown model {_short(model)} (not in {table.path}).",
                     f"use one of {', '.join(repr(m) for m in close)}." if close else
                     f"use a model string of the table, e.g. {table.models[0]!r} "
-                    f"(all: {', '.join(table.models)}).", line=line, field="column 'model'")
+                    f"(all: {', '.join(table.models)})." if table.models else
+                    "the table has no single-GPU measurements of any model: pass a Gavel table that has "
+                    "them, or give throughput_<type> columns instead of model.", line=line, field="column 'model'")
             for g, t in enumerate(types):
                 if np.isnan(r[g]):
                     if t not in table.types:
                         raise InputFileError(
-                            path, f"GPU type {t!r} (from {cluster.path or 'the cluster'}) has no throughputs in "
+                            path, f"GPU type {_short(t)} (from {cluster.path or 'the cluster'}) has no throughputs in "
                             f"{table.path} (it has {', '.join(table.types)}).",
                             f"add a throughput_{t} column for this job, or rename the type in the cluster file.",
                             line=line, field="column 'model'")
@@ -491,30 +708,35 @@ def read_jobs(path, cluster, gavel=None):
                 raise InputFileError(
                     path, f"no model and no value for {', '.join(blank)}.",
                     "give a throughput for every GPU type (0 = cannot run there), or a Gavel model string.",
-                    line=line, field=f"column {blank[0]!r}")
+                    line=line, field=f"column {_short(blank[0])}")
         b_text = cell("batch")
         if not b_text:
             raise InputFileError(path, "batch is empty.", "write the global batch (samples per iteration), e.g. 256.",
                                  line=line, field="column 'batch'")
         b = _number(b_text, path, line, "batch", "global batch", "write a positive whole number of samples, e.g. 256.")
         if b <= 0 or b != round(b):
-            raise InputFileError(path, f"batch must be a positive whole number; got {b_text!r}.",
+            raise InputFileError(path, f"batch must be a positive whole number; got {_short(b_text)}.",
                                  "write a positive whole number of samples, e.g. 256.", line=line, field="column 'batch'")
+        if b > COUNT_MAX:
+            raise InputFileError(path, f"batch must be at most 2**53 = {COUNT_MAX}; got {_short(b_text)}.",
+                                 "write the global batch in samples per iteration, e.g. 256.", line=line,
+                                 field="column 'batch'")
         t_text = cell("iterations")
         if not t_text:
             raise InputFileError(path, "iterations is empty.", "write the iterations the job still has to run, e.g. 20000.",
                                  line=line, field="column 'iterations'")
         it = _number(t_text, path, line, "iterations", "iterations to run", "write a positive number, e.g. 20000.")
         if it <= 0:
-            raise InputFileError(path, f"iterations must be > 0; got {t_text!r}.", "write a positive number, e.g. 20000.",
+            raise InputFileError(path, f"iterations must be > 0; got {_short(t_text)}.", "write a positive number, e.g. 20000.",
                                  line=line, field="column 'iterations'")
         g_text = cell("grad_bytes")
         if g_text:
             gb = parse_bytes(g_text)
             if gb is None or not math.isfinite(gb) or gb < 0:
-                raise InputFileError(path, f"{g_text!r} is not a byte count (gradient size).",
+                raise InputFileError(path, f"{_short(g_text)} is not a byte count (gradient size).",
                                      "write bytes >= 0 as a number (100e6) or with a unit (100MB, 250MiB), or leave it empty.",
                                      line=line, field="column 'grad_bytes'")
+            _check_range(gb, g_text, path, line, "grad_bytes", "gradient bytes")
         elif model:
             gb = DEFAULT_GRAD_BYTES.get(table.family(model).split(" ")[0], 50e6)
         else:
@@ -524,6 +746,7 @@ def read_jobs(path, cluster, gavel=None):
         iters.append(it)
         grad.append(gb)
         names.append(name)
+        seen.add(name)
     if not names:
         raise InputFileError(path, "the job file has a header but no jobs.", "add one line per job below the header.")
     return {
