@@ -189,15 +189,10 @@ def load_gavel(path: "str | os.PathLike[str] | None" = None) -> GavelTable:
         every GPU type (``*_unconsolidated`` too) and GPU count for
         :meth:`GavelTable.steps_per_second`.
     """
+    from .io import _read_json  # the readers' one file helper: regular files only, size cap, UTF-8, depth
+
     path = gavel_path() if path is None else Path(path)
-    try:
-        raw = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise InvalidProblemError(
-            f"Gavel throughput file {str(path)!r} does not exist; pass the path of a Gavel-format throughputs.json."
-        ) from None
-    except json.JSONDecodeError as exc:
-        raise InvalidProblemError(f"{path} is not valid JSON (line {exc.lineno}: {exc.msg}).") from None
+    raw = _read_json(path, "Gavel throughput file", "a Gavel-format throughputs.json")
     if not isinstance(raw, dict) or not raw:
         raise InvalidProblemError(f"{path} must hold a JSON object keyed by GPU type.")
     steps, multi = {}, {}
@@ -207,9 +202,9 @@ def load_gavel(path: "str | os.PathLike[str] | None" = None) -> GavelTable:
         table = {}
         for key, val in entries.items():
             m = _KEY.match(key)
-            if not m:
+            if not m or len(m.group("n")) > 9:  # (a GPU count of more digits is no measurement)
                 raise InvalidProblemError(
-                    f"{path}: key {key!r} under {gpu!r} is not of the form \"('<model>', <n_gpus>)\"."
+                    f"{path}: key {key[:80]!r} under {gpu[:80]!r} is not of the form \"('<model>', <n_gpus>)\"."
                 )
             value = val.get("null") if isinstance(val, dict) else None
             if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
