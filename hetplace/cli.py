@@ -12,7 +12,9 @@ Commands
     Sweep instance families x sizes x methods x seeds (:mod:`hetplace.bench`)
     and write CSV, JSON, a Markdown summary and PNG plots.
 
-Exit codes: 0 success, 2 bad input or option (message on stderr), 130 interrupted.
+Exit codes: 0 success; 2 bad input, file, option or connection (one line
+``hetplace: error: ...`` on stderr, never a traceback); 1 without a message
+when the output pipe is closed early (``hetplace place ... | head``); 130 interrupted.
 """
 
 import argparse
@@ -243,7 +245,13 @@ def _bench(args, out, argv):
     for note in notes:
         sys.stderr.write(f"hetplace: note: {note}\n")
     command = "hetplace " + shlex.join(argv)
-    with bench.make_executor(args.executor, args.workers, args.dask_address) as ex:
+    try:
+        managed = bench.make_executor(args.executor, args.workers, args.dask_address)
+    except InvalidOptionError as exc:
+        if args.dask_address is None:
+            raise
+        raise InvalidOptionError(f"--dask-address: {exc}") from None
+    with managed as ex:
         result = bench.run_sweep(spec, executor=ex, progress=not args.no_progress, command=command)
         n = args.workers or os.cpu_count()
         result.meta["executor"] = f"{args.executor} executor" + (
@@ -268,6 +276,50 @@ def _bench(args, out, argv):
     return 0
 
 
+def _input_errors():
+    """Exception types that mean a bad input, file, option or connection (never a bug of hetplace)."""
+    import csv
+
+    from .errors import HetplaceError
+
+    kinds = [HetplaceError, OSError, UnicodeError, json.JSONDecodeError, csv.Error]
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10: the readers report tomli's errors as HetplaceError
+        pass
+    else:
+        kinds.append(tomllib.TOMLDecodeError)
+    return tuple(kinds)
+
+
+def _error_message(exc):
+    """The message of ``exc`` on one line; an operating-system error as ``<file>: <reason>. Fix: ...``."""
+    if isinstance(exc, OSError) and exc.strerror:
+        where = f"{exc.filename}: " if exc.filename is not None else ""
+        return f"{where}{exc.strerror}. Fix: check the path, its permissions and the free space."
+    text = str(exc) or type(exc).__name__
+    return " ".join(text.splitlines())
+
+
+def _quiet_broken_pipe(out):
+    """The reader of the output went away (``hetplace place ... | head``).
+
+    As the Python documentation advises (signal module, "Note on SIGPIPE"):
+    point the output's descriptor at devnull, so the final flush at exit
+    does not fail a second time, and exit quietly.
+    """
+    try:
+        fd = out.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file (e.g. io.StringIO)
+        return 1
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+    return 1
+
+
 def main(argv=None, out=None):
     """Entry point of ``hetplace``.
 
@@ -281,11 +333,11 @@ def main(argv=None, out=None):
     Returns
     -------
     int
-        0 on success, 2 on a bad input file, option or argument (with a message
-        on stderr), 130 when interrupted.
+        0 on success; 2 on a bad input file, option, argument or connection
+        (one line ``hetplace: error: <message>`` on stderr, never a
+        traceback); 1, silently, when the reader of the output closed the pipe
+        (``hetplace place ... | head``); 130 when interrupted.
     """
-    from .errors import HetplaceError
-
     out = out or sys.stdout
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -294,13 +346,18 @@ def main(argv=None, out=None):
         return exc.code if isinstance(exc.code, int) else 2
     try:
         if args.command == "place":
-            return _place(args, out)
-        if args.command == "bench":
-            return _bench(args, out, argv)
-        return _run(args, out)
-    except HetplaceError as exc:
-        sys.stderr.write(f"hetplace: error: {exc}\n")
-        return 2
+            code = _place(args, out)
+        elif args.command == "bench":
+            code = _bench(args, out, argv)
+        else:
+            code = _run(args, out)
+        out.flush()  # inside the guard: a closed pipe surfaces here, not at interpreter exit
+        return code
+    except BrokenPipeError:
+        return _quiet_broken_pipe(out)
     except KeyboardInterrupt:
         sys.stderr.write("hetplace: interrupted\n")
         return 130
+    except _input_errors() as exc:
+        sys.stderr.write(f"hetplace: error: {_error_message(exc)}\n")
+        return 2
