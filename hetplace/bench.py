@@ -63,6 +63,8 @@ ALL_METHODS = ("equal", "random", "greedy", "smp", "auto", "exact")
 #: Gavel table used when none is given: the one shipped with hetplace (:func:`hetplace.data.gavel_path`).
 DEFAULT_GAVEL = _gavel_path()
 EXECUTORS = ("process", "serial", "dask")
+#: Seconds :func:`make_executor` waits for a Dask scheduler at ``address`` before giving up.
+DASK_CONNECT_TIMEOUT = 5
 
 #: Columns of a result row, in output order.
 COLUMNS = (
@@ -275,7 +277,8 @@ def make_executor(kind="process", workers=None, address=None):
     Raises
     ------
     InvalidOptionError
-        Unknown ``kind``, bad ``workers``, ``address`` without ``kind="dask"``.
+        Unknown ``kind``, bad ``workers``, ``address`` without ``kind="dask"``,
+        or no scheduler reachable at ``address`` within :data:`DASK_CONNECT_TIMEOUT` s.
     MissingDependencyError
         ``kind="dask"`` without ``dask[distributed]`` installed.
 
@@ -304,7 +307,13 @@ def make_executor(kind="process", workers=None, address=None):
             "(or pip install \"hetplace[dask]\")."
         ) from None
     if address is not None:
-        client = Client(address)
+        try:
+            client = Client(address, timeout=DASK_CONNECT_TIMEOUT)
+        except (OSError, ValueError) as exc:  # unreachable scheduler (after the timeout) / malformed address
+            raise InvalidOptionError(
+                f"address={address!r}: no Dask scheduler could be reached ({exc}); pass the address of a "
+                "running scheduler, e.g. tcp://10.0.0.5:8786, or omit it for a local cluster."
+            ) from None
         closers = [client.close]
         name = f"dask {address}"
     else:
