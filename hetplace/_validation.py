@@ -1,5 +1,6 @@
 """Shared validators for options of the public entry points (private)."""
 
+import decimal
 import numbers
 
 import numpy as np
@@ -9,6 +10,7 @@ from .errors import InvalidOptionError
 __all__ = [
     "check_choice", "check_seed", "check_options", "check_positive_int", "check_time_limit",
     "REAL_MIN", "REAL_MAX", "COUNT_MAX", "check_real_range", "exact_int_sum", "check_count_total",
+    "is_real_scalar", "as_real_array",
 ]
 
 
@@ -115,3 +117,65 @@ def check_count_total(name, values, limit=COUNT_MAX, error=InvalidOptionError, f
     if total > limit:
         raise error(f"{name} sums to {total}; at most {limit} is supported. {fix}".rstrip())
     return total
+
+
+# ------------------------------------------------------------------ real numbers
+def _is_real_type(t):
+    """True for real-number element types; bools, complex, strings and the rest are not."""
+    return issubclass(t, (numbers.Real, decimal.Decimal)) and not issubclass(t, (bool, np.bool_))
+
+
+def is_real_scalar(value):
+    """True when ``value`` is one real number: int, float, numpy integer or floating, or a 0-d array of one.
+
+    Bools (``True`` is not 1.0 here), complex numbers, strings and arrays of
+    more than zero dimensions are not.
+    """
+    if isinstance(value, np.ndarray):
+        return value.ndim == 0 and value.dtype.kind in "iuf"
+    return _is_real_type(type(value))
+
+
+def as_real_array(value, name, what="numbers", shape_text="", error=InvalidOptionError):
+    """``value`` as a numpy array whose every element is a real number; raise ``error`` otherwise.
+
+    Rejects, naming the first offending element and its index: strings,
+    bytes, bools (also a Python ``True`` hidden in a list of numbers, which
+    numpy would silently cast to 1), complex numbers (numpy would drop the
+    imaginary part), ``None`` and any other object.  The returned array keeps
+    its dtype (integer, unsigned, float or object of real numbers) so callers
+    can compare large integers exactly before converting to float.
+    ``what`` completes "``name`` must be ..."; ``shape_text`` says what to pass.
+    """
+    tail = f" Pass {shape_text}." if shape_text else ""
+    if isinstance(value, (str, bytes)):
+        raise error(f"{name} must be {what}; got the string {value!r}.{tail}")
+    try:
+        raw = np.asarray(value)
+    except (TypeError, ValueError) as exc:
+        raise error(
+            f"{name} must be {what}; got {type(value).__name__} that numpy cannot turn into an array ({exc}).{tail}"
+        ) from None
+    kind = raw.dtype.kind
+    nested = isinstance(value, (list, tuple))
+    if (kind in "iuf" and not nested) or raw.size == 0:
+        return raw
+    if kind == "O" or nested:
+        scan = raw if kind == "O" else np.asarray(value, dtype=object)
+        flat = scan.ravel().tolist()
+        if all(_is_real_type(t) for t in set(map(type, flat))):
+            return raw
+        j = next(j for j, v in enumerate(flat) if not _is_real_type(type(v)))
+        idx, bad = np.unravel_index(j, scan.shape), flat[j]
+    else:
+        idx, bad = np.unravel_index(0, raw.shape), raw.ravel()[0].item()
+    at = "" if not idx else f" at index {int(idx[0]) if len(idx) == 1 else tuple(int(i) for i in idx)}"
+    kind_text = (
+        "None" if bad is None
+        else "a bool" if isinstance(bad, (bool, np.bool_))
+        else "a complex number" if isinstance(bad, (complex, np.complexfloating))
+        else "a string" if isinstance(bad, (str, bytes, np.str_, np.bytes_))
+        else f"a {type(bad).__name__}"
+    )
+    got = kind_text if bad is None else f"{kind_text}, {bad!r}"
+    raise error(f"{name} must be {what} (real, not bool or complex); got {got}{at}.{tail}")

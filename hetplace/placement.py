@@ -1,7 +1,10 @@
-"""Placements: evaluation of a worker -> job assignment (MODEL.md 1.2-1.3)."""
+"""Placements: evaluation of a worker -> job assignment (docs/model.md §1.2-1.3)."""
+
+import math
 
 import numpy as np
 
+from ._validation import as_real_array
 from .errors import InvalidPlacementError, InvalidProblemTypeError, MissingDependencyError
 from .problem import Problem
 
@@ -23,31 +26,33 @@ def _worker_job_iv(problem, worker_job):
         raise InvalidProblemTypeError(
             f"worker_job must be {K} integers (job index per worker, -1 idle); got a string."
         )
-    try:
-        arr = np.asarray(worker_job)
-    except Exception:  # pragma: no cover - numpy rarely fails here
-        raise InvalidProblemTypeError(f"worker_job must be an array of {K} integers.") from None
-    if arr.ndim != 1 or arr.shape[0] != K:
+    raw = as_real_array(
+        worker_job, "worker_job", what="integer job indices (-1 idle)",
+        shape_text=f"{K} integers, one job index per worker", error=InvalidProblemTypeError,
+    )
+    if raw.ndim != 1 or raw.shape[0] != K:
         raise InvalidPlacementError(
-            f"worker_job must have one entry per worker, shape ({K},); got shape {arr.shape}."
+            f"worker_job must have one entry per worker, shape ({K},); got shape {raw.shape}."
         )
-    if arr.dtype.kind == "f":
-        if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
-            bad = int(np.flatnonzero(~np.isfinite(arr) | (arr != np.round(arr)))[0])
+    if raw.dtype.kind in "fO":
+        # whole numbers only; an object array (ints beyond int64, fractions) is checked exactly
+        if raw.dtype.kind == "f":
+            whole = np.isfinite(raw) & (raw == np.round(raw))
+        else:
+            whole = np.array([math.isfinite(v) and v == math.floor(v) for v in raw.tolist()], dtype=bool)
+        if not whole.all():
+            bad = int(np.flatnonzero(~whole)[0])
             raise InvalidPlacementError(
-                f"worker_job must hold integer job indices; got {float(arr[bad])!r} for worker {bad}."
+                f"worker_job must hold integer job indices; got {raw.tolist()[bad]!r} for worker {bad}."
             )
-    elif arr.dtype.kind not in "iub":
-        raise InvalidProblemTypeError(
-            f"worker_job must hold integer job indices (-1 idle); got dtype {arr.dtype}."
-        )
-    arr = np.array(arr, dtype=np.int64, order="C", copy=True)  # never freeze the caller's array
-    bad = np.flatnonzero((arr < -1) | (arr >= S))
-    if bad.size:
-        k = int(bad[0])
+    # range check before the cast: a uint64 or float beyond int64 would wrap to a valid-looking index
+    out = np.flatnonzero((raw < -1) | (raw >= S))
+    if out.size:
+        k = int(out[0])
         raise InvalidPlacementError(
-            f"worker_job[{k}] = {arr[k]} is not a job index: use 0..{S - 1}, or -1 for an idle worker."
+            f"worker_job[{k}] = {raw.tolist()[k]!r} is not a job index: use 0..{S - 1}, or -1 for an idle worker."
         )
+    arr = np.array(raw, dtype=np.int64, order="C", copy=True)  # never freeze the caller's array
     sizes = np.bincount(arr[arr >= 0], minlength=S)
     empty = np.flatnonzero(sizes == 0)
     if empty.size:
@@ -73,8 +78,8 @@ def _worker_job_iv(problem, worker_job):
     return arr
 
 
-def is_feasible(problem, worker_job):
-    """True when ``worker_job`` is a feasible placement of ``problem`` (MODEL.md 1.2)."""
+def is_feasible(problem: Problem, worker_job: "np.typing.ArrayLike") -> bool:
+    """True when ``worker_job`` is a feasible placement of ``problem`` (docs/model.md §1.2)."""
     _check_problem(problem)
     try:
         _worker_job_iv(problem, worker_job)
@@ -83,7 +88,7 @@ def is_feasible(problem, worker_job):
     return True
 
 
-def largest_remainder_shares(batch, worker_job, rho):
+def largest_remainder_shares(batch: "np.typing.ArrayLike", worker_job: "np.typing.ArrayLike", rho: "np.typing.ArrayLike") -> np.ndarray:
     """Integer per-worker shares of each job's batch, proportional to speed.
 
     Parameters
@@ -130,9 +135,17 @@ def largest_remainder_shares(batch, worker_job, rho):
 
 
 class Placement:
-    """A placement of every job on a set of workers, with its true JCT (MODEL.md 1.2).
+    """A placement of every job on a set of workers, with its true JCT (docs/model.md §1.2).
 
     Build one with :func:`evaluate` or get one from :func:`hetplace.place`.
+    The constructor validates ``worker_job`` like :func:`evaluate` (whatever
+    method produced it), so a placement never gives a job more than
+    ``problem.max_workers`` workers, none, or a worker of a type it cannot use.
+
+    Raises
+    ------
+    InvalidPlacementError, InvalidProblemTypeError
+        When ``worker_job`` is not a feasible placement of ``problem``.
 
     Attributes
     ----------
@@ -164,7 +177,11 @@ class Placement:
         Method-specific details (timings, samples, bound, ...).
     """
 
-    def __init__(self, problem, worker_job, method="given", info=None):
+    def __init__(self, problem: Problem, worker_job: "np.typing.ArrayLike", method: str = "given", info: "dict | None" = None) -> None:
+        # every placement is checked, whatever built it: a job above its max_workers,
+        # a job without workers or a worker on a type its job cannot use is an error, never a number
+        _check_problem(problem)
+        worker_job = _worker_job_iv(problem, worker_job)
         self.problem = problem
         self.worker_job = worker_job
         self.worker_job.setflags(write=False)
@@ -292,7 +309,7 @@ class Placement:
         )
 
 
-def evaluate(problem, worker_job, *, method="given", info=None):
+def evaluate(problem: Problem, worker_job: "np.typing.ArrayLike", *, method: str = "given", info: "dict | None" = None) -> "Placement":
     """Evaluate a worker -> job assignment.
 
     Parameters
@@ -312,5 +329,4 @@ def evaluate(problem, worker_job, *, method="given", info=None):
         a job that cannot run on its type.
     """
     _check_problem(problem)
-    arr = _worker_job_iv(problem, worker_job)
-    return Placement(problem, arr, method=method, info=info)
+    return Placement(problem, worker_job, method=method, info=info)

@@ -1,33 +1,53 @@
-"""The placement problem (MODEL.md section 1): inputs, validation, derived quantities."""
+"""The placement problem (docs/model.md §1): inputs, validation, derived quantities."""
 
 import math
-import numbers
 
 import numpy as np
 
+from ._validation import COUNT_MAX, REAL_MAX, REAL_MIN, as_real_array, check_count_total, check_real_range
 from .errors import InvalidProblemError, InvalidProblemTypeError
 
-__all__ = ["Problem"]
+__all__ = ["Problem", "MAX_WORKERS"]
+
+#: Most workers (the exact sum of ``type_counts``) a problem may have.
+MAX_WORKERS = 1_000_000
+
+_RANGE_FIX = "Rescale the units (e.g. samples per hour instead of per second, or MB instead of bytes)."
+
+
+def _real(value, name, shape_text, what="numbers"):
+    """``value`` as an array of real numbers (see :func:`~hetplace._validation.as_real_array`)."""
+    return as_real_array(value, name, what=what, shape_text=shape_text, error=InvalidProblemTypeError)
+
+
+def _to_float(raw, name, fix=_RANGE_FIX):
+    """Float64 copy of the real array ``raw`` (an integer too large for float64 is an error)."""
+    try:
+        return np.asarray(raw, dtype=np.float64)
+    except OverflowError:
+        raise InvalidProblemError(
+            f"{name} holds an integer too large for a float64 (the supported magnitude is "
+            f"{REAL_MIN:g}..{REAL_MAX:g}). {fix}"
+        ) from None
 
 
 def _as_float_array(value, name, shape_text, ndim):
     """Convert ``value`` to a float64 array of ``ndim`` dimensions or raise."""
-    if isinstance(value, (str, bytes)):
-        raise InvalidProblemTypeError(
-            f"{name} must be numbers; got the string {value!r}. Pass {shape_text}."
-        )
-    try:
-        arr = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise InvalidProblemTypeError(
-            f"{name} must be numbers; got {type(value).__name__} that numpy cannot "
-            f"convert to float ({exc}). Pass {shape_text}."
-        ) from None
+    arr = _to_float(_real(value, name, shape_text), name)
     if arr.ndim != ndim:
         raise InvalidProblemError(
             f"{name} must be {shape_text}; got an array of shape {arr.shape}."
         )
     return arr
+
+
+def _exceeds(raw, arr, limit):
+    """Mask of entries above ``limit``, compared exactly (a large int64 is not exact as a float)."""
+    if raw.dtype.kind in "iu":
+        return raw > limit
+    if raw.dtype.kind == "O":
+        return np.array([v > limit for v in raw.ravel().tolist()], dtype=bool).reshape(raw.shape)
+    return arr > limit
 
 
 def _check_finite(arr, name, fix):
@@ -40,15 +60,58 @@ def _check_finite(arr, name, fix):
         )
 
 
-def _per_job(value, name, n_jobs, *, default=None, positive=True, integer=False):
-    """Validate a per-job vector of length ``n_jobs``."""
+def _axis_labels(axis, n):
+    """The labels of a pandas-like axis as strings, or None for the default ``0..n-1`` range."""
+    labels = list(axis)
+    if len(labels) == n and all(
+        isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) and v == j
+        for j, v in enumerate(labels)
+    ):
+        return None
+    return [str(v) for v in labels]
+
+
+def _series_labels(value):
+    """Index labels of a 1-D pandas-like input (a Series), or None when it has none worth using."""
+    if isinstance(value, (list, tuple, np.ndarray, str, bytes)):
+        return None
+    index = getattr(value, "index", None)
+    if index is None or callable(index) or np.ndim(value) != 1:
+        return None
+    return _axis_labels(index, len(index))
+
+
+def _aligned(value, name, names, what):
+    """A labelled 1-D input (pandas Series) in the order of ``names``; unlabelled input unchanged.
+
+    ``names`` is None when the problem's labels are only the defaults: the
+    input is then taken by position, as an unlabelled one.
+    """
+    labels = _series_labels(value)
+    if labels is None or names is None or labels == list(names):
+        return value
+    if len(labels) == len(names) and len(set(labels)) == len(labels) and set(labels) == set(names):
+        where = {label: j for j, label in enumerate(labels)}
+        return _real(value, name, "")[[where[v] for v in names]]
+    raise InvalidProblemError(
+        f"{name} is labelled {labels[:5]}{'...' if len(labels) > 5 else ''}, which are not the {what} "
+        f"{list(names)[:5]}{'...' if len(names) > 5 else ''}; index it by the {what} or pass plain values in order."
+    )
+
+
+def _per_job(value, name, n_jobs, *, default=None, positive=True, integer=False, names=None):
+    """Validate a per-job vector of length ``n_jobs`` (a scalar is broadcast)."""
     if value is None:
         if default is None:
             raise InvalidProblemError(f"{name} is required: pass one value per job ({n_jobs}).")
         value = default
-    arr = _as_float_array(value, name, f"one number per job, shape ({n_jobs},)", 1 if np.ndim(value) else 0)
+    shape_text = f"one number per job, shape ({n_jobs},)"
+    raw = _real(_aligned(value, name, names, "job names"), name, shape_text)
+    arr = _to_float(raw, name, fix=f"{name} must be at most 2**53." if integer else _RANGE_FIX)
+    if arr.ndim > 1:
+        raise InvalidProblemError(f"{name} must be {shape_text}; got an array of shape {arr.shape}.")
     if arr.ndim == 0:
-        arr = np.full(n_jobs, float(arr))
+        raw, arr = np.full(n_jobs, raw.item(), dtype=raw.dtype), np.full(n_jobs, float(arr))
     if arr.shape != (n_jobs,):
         raise InvalidProblemError(
             f"{name} must have one value per job, shape ({n_jobs},); got shape {arr.shape}."
@@ -73,8 +136,12 @@ def _per_job(value, name, n_jobs, *, default=None, positive=True, integer=False)
                 f"{name} must be whole numbers of samples; got {float(arr[bad[0]])!r} for job "
                 f"{bad[0]}. Round it to an integer."
             )
-        if np.any(arr > 2**53):
-            raise InvalidProblemError(f"{name} must be at most 2**53; got {arr.max()!r}.")
+        big = np.flatnonzero(_exceeds(raw, arr, COUNT_MAX))
+        if big.size:
+            raise InvalidProblemError(
+                f"{name} must be at most 2**53 = {COUNT_MAX}; got {int(raw[big[0]])} for job {big[0]}."
+            )
+    check_real_range(name, arr, error=InvalidProblemError, fix=_RANGE_FIX)
     return arr
 
 
@@ -100,7 +167,7 @@ def _frozen(arr):
 
 
 class Problem:
-    """A multi-job placement problem on a heterogeneous cluster (MODEL.md section 1.1).
+    """A multi-job placement problem on a heterogeneous cluster (docs/model.md §1.1).
 
     Parameters
     ----------
@@ -163,16 +230,18 @@ class Problem:
 
     def __init__(
         self,
-        throughput,
-        type_counts,
-        batch,
-        iterations,
-        grad_bytes=None,
-        bandwidth=math.inf,
-        worker_speed=None,
-        job_names=None,
-        type_names=None,
-    ):
+        throughput: "np.typing.ArrayLike",
+        type_counts: "np.typing.ArrayLike",
+        batch: "np.typing.ArrayLike",
+        iterations: "np.typing.ArrayLike",
+        grad_bytes: "np.typing.ArrayLike | None" = None,
+        bandwidth: float = math.inf,
+        worker_speed: "np.typing.ArrayLike | None" = None,
+        job_names: "list[str] | None" = None,
+        type_names: "list[str] | None" = None,
+    ) -> None:
+        # a pandas DataFrame brings its own labels (duck-typed: pandas stays optional)
+        frame = not isinstance(throughput, np.ndarray) and hasattr(throughput, "columns") and hasattr(throughput, "index")
         rho = _as_float_array(
             throughput, "throughput", "a 2-D array of shape (n_jobs, n_types)", 2
         )
@@ -181,6 +250,16 @@ class Problem:
             raise InvalidProblemError(
                 f"throughput must have at least one job and one type; got shape {rho.shape}."
             )
+        if frame:
+            if job_names is None:
+                job_names = _axis_labels(throughput.index, S)
+            if type_names is None:
+                type_names = _axis_labels(throughput.columns, G)
+        job_names = _names(job_names, "job_names", S, "job")
+        type_names = _names(type_names, "type_names", G, "type")
+        # labels to align pandas Series inputs on (None: only the default names, align by position)
+        job_labels = None if job_names == _names(None, "", S, "job") else job_names
+        type_labels = None if type_names == _names(None, "", G, "type") else type_names
         _check_finite(rho, "throughput", "Use 0 for a type a job cannot run on.")
         if (rho < 0).any():
             i, g = (int(v) for v in np.argwhere(rho < 0)[0])
@@ -188,8 +267,13 @@ class Problem:
                 f"throughput must be >= 0; got {float(rho[i, g])!r} for job {i} on type {g}. "
                 "Use 0 for a type a job cannot run on."
             )
+        check_real_range("throughput", rho, error=InvalidProblemError, fix="Use 0 for a type a job cannot run on. " + _RANGE_FIX)
 
-        counts = _as_float_array(type_counts, "type_counts", f"one count per type, shape ({G},)", 1)
+        counts_text = f"one count per type, shape ({G},)"
+        counts_raw = _real(_aligned(type_counts, "type_counts", type_labels, "type names"), "type_counts", counts_text)
+        counts = _to_float(counts_raw, "type_counts", fix=f"At most {MAX_WORKERS:,} workers are supported.")
+        if counts.ndim != 1:
+            raise InvalidProblemError(f"type_counts must be {counts_text}; got an array of shape {counts.shape}.")
         if counts.shape != (G,):
             raise InvalidProblemError(
                 f"type_counts must have one entry per type (throughput has {G} columns); "
@@ -201,14 +285,16 @@ class Problem:
             raise InvalidProblemError(
                 f"type_counts must be non-negative integers; got {float(counts[g])!r} for type {g}."
             )
+        # the exact (Python int) total, before any int64 arithmetic: an int64 sum of huge counts wraps
+        K = check_count_total(
+            "type_counts", counts_raw, limit=MAX_WORKERS, error=InvalidProblemError,
+            fix="That total is the number of workers K; split the cluster into several problems.",
+        )
         counts = counts.astype(np.int64)
-        K = int(counts.sum())
         if K == 0:
             raise InvalidProblemError(
                 f"type_counts must give at least one worker; got {counts.tolist()} (zero workers)."
             )
-        if K > 1_000_000:
-            raise InvalidProblemError(f"type_counts gives {K} workers; at most 1,000,000 are supported.")
         if S > K:
             raise InvalidProblemError(
                 f"a placement gives every job at least one worker, so n_jobs <= n_workers; "
@@ -226,20 +312,24 @@ class Problem:
                 "throughput on a type that has workers, or remove the job."
             )
 
-        batch_arr = _per_job(batch, "batch", S, integer=True)
-        iters = _per_job(iterations, "iterations", S)
-        grad = _per_job(grad_bytes, "grad_bytes", S, default=0.0, positive=False)
+        batch_arr = _per_job(batch, "batch", S, integer=True, names=job_labels)
+        iters = _per_job(iterations, "iterations", S, names=job_labels)
+        grad = _per_job(grad_bytes, "grad_bytes", S, default=0.0, positive=False, names=job_labels)
 
-        if isinstance(bandwidth, (str, bytes)) or not isinstance(bandwidth, numbers.Real):
-            raise InvalidProblemTypeError(
-                f"bandwidth must be a number of bytes/s (or math.inf for no communication); "
-                f"got {bandwidth!r}."
+        bw = _real(bandwidth, "bandwidth", "", what="a number of bytes/s (or math.inf for no communication)")
+        if bw.ndim != 0:
+            raise InvalidProblemError(
+                f"bandwidth must be a single number of bytes/s (one bandwidth per worker link); "
+                f"got an array of shape {bw.shape}."
             )
-        bandwidth = float(bandwidth)
+        bandwidth = float(_to_float(bw, "bandwidth"))
         if not bandwidth > 0:
             raise InvalidProblemError(
                 f"bandwidth must be > 0 bytes/s (math.inf switches communication off); got {bandwidth!r}."
             )
+        if math.isfinite(bandwidth):
+            check_real_range("bandwidth", bandwidth, error=InvalidProblemError,
+                             fix="Use math.inf to switch communication off. " + _RANGE_FIX)
 
         if worker_speed is None:
             speed = np.ones(K)
@@ -257,6 +347,8 @@ class Problem:
                     f"worker_speed must lie in (0, 1]; got {float(speed[bad[0]])!r} for worker {bad[0]}. "
                     "Divide by the fastest worker's speed, or fold a constant factor into throughput."
                 )
+            check_real_range("worker_speed", speed, error=InvalidProblemError,
+                             fix="Fold a constant factor into throughput instead.")
 
         self.throughput = _frozen(rho)
         self.type_counts = _frozen(counts)
@@ -265,8 +357,8 @@ class Problem:
         self.grad_bytes = _frozen(grad)
         self.bandwidth = bandwidth
         self.worker_speed = _frozen(speed)
-        self.job_names = _names(job_names, "job_names", S, "job")
-        self.type_names = _names(type_names, "type_names", G, "type")
+        self.job_names = job_names
+        self.type_names = type_names
 
         self.n_jobs, self.n_types, self.n_workers = S, G, K
         self.worker_type = _frozen(np.repeat(np.arange(G, dtype=np.int64), counts))
@@ -326,12 +418,25 @@ class Problem:
     # ------------------------------------------------------------- quantities
     @property
     def jct_alone(self):
-        """ndarray (S,): each job's best JCT with the whole cluster to itself (MODEL.md 1.3)."""
+        """ndarray (S,): each job's best JCT with the whole cluster to itself (docs/model.md §1.3)."""
         if self._jct_alone is None:
+            # Workers of one type and speed are interchangeable, so each job's throughputs
+            # sorted fastest first are its class values, sorted, each repeated by the class
+            # size: the same array as sorting all K of them, in O(C log C + K) per job.
+            # Sizes above max_workers cost inf and are never the best.
+            K = self.n_workers
+            key = np.lexsort((self.worker_speed, self.worker_type))
+            g, s = self.worker_type[key], self.worker_speed[key]
+            new = np.ones(K, dtype=bool)
+            new[1:] = (g[1:] != g[:-1]) | (s[1:] != s[:-1])
+            starts = np.flatnonzero(new)
+            sizes = np.diff(np.append(starts, K))
+            values = self.worker_throughput[:, key[starts]]
             out = np.empty(self.n_jobs)
             for i in range(self.n_jobs):
-                r = np.sort(self.worker_throughput[i])[::-1]
-                r = r[r > 0]
+                order = np.argsort(-values[i], kind="stable")
+                v, m = values[i, order], sizes[order]
+                r = np.repeat(v[v > 0], m[v > 0])[: self.max_workers[i]]
                 X = np.cumsum(r)
                 n = np.arange(1, r.size + 1)
                 jct = self.work[i] / X + self.size_cost[i, n]

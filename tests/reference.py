@@ -395,3 +395,94 @@ def market_category_reference(rho, work, comm_time, sizes, form="price", max_rou
 # =============================================================================
 # (end of the matching section)
 # =============================================================================
+
+
+# =============================================================================
+# Baselines (hetplace.baselines): the worker-level rules, one worker at a time
+# =============================================================================
+
+
+def _fastest_free_reference(problem, worker_job, i):
+    """Job i's fastest free worker it can run on (ties to the lower index), or -1."""
+    rho = problem.worker_throughput
+    cand = np.flatnonzero((worker_job < 0) & (rho[i] > 0))
+    return int(cand[np.argmax(rho[i, cand])]) if cand.size else -1
+
+
+def _seed_reference(problem, order):
+    """One fastest free worker per job in ``order``; the baselines' matching seed when one is stranded."""
+    from hetplace.baselines import _seed_by_matching
+
+    worker_job = np.full(problem.n_workers, -1, dtype=np.int64)
+    for i in order:
+        k = _fastest_free_reference(problem, worker_job, i)
+        if k < 0:
+            return _seed_by_matching(problem)
+        worker_job[k] = i
+    return worker_job
+
+
+def equal_placement_reference(problem):
+    """Equal sizing, worker by worker: rounds over the jobs (biggest first), each taking its fastest free worker.
+
+    Targets ``K // S`` (+1 for the first ``K % S`` jobs in that order), capped at ``max_workers``.
+    """
+    S, K = problem.n_jobs, problem.n_workers
+    order = np.argsort(-problem.work, kind="stable")
+    worker_job = _seed_reference(problem, order)
+    sizes = np.full(S, K // S)
+    sizes[: K % S] += 1
+    targets = np.minimum(sizes[np.argsort(order, kind="stable")], problem.max_workers)
+    have = np.bincount(worker_job[worker_job >= 0], minlength=S)
+    progress = True
+    while progress:
+        progress = False
+        for i in order:
+            if have[i] >= targets[i]:
+                continue
+            k = _fastest_free_reference(problem, worker_job, i)
+            if k >= 0:
+                worker_job[k] = i
+                have[i] += 1
+                progress = True
+    return worker_job
+
+
+def random_placement_reference(problem, rng):
+    """Random placement, worker by worker: each free worker (random order) to a random allowed job below max_workers."""
+    S = problem.n_jobs
+    rho = problem.worker_throughput
+    worker_job = _seed_reference(problem, rng.permutation(S))
+    n = np.bincount(worker_job[worker_job >= 0], minlength=S)
+    for k in rng.permutation(np.flatnonzero(worker_job < 0)):
+        jobs = np.flatnonzero((rho[:, k] > 0) & (n < problem.max_workers))
+        if jobs.size:
+            i = jobs[rng.integers(jobs.size)]
+            worker_job[k] = i
+            n[i] += 1
+    return worker_job
+
+
+def greedy_placement_reference(problem):
+    """Greedy marginal gain, every job's candidate re-scanned every step (cost of n workers: size_cost)."""
+    S = problem.n_jobs
+    rho = problem.worker_throughput
+    worker_job = _seed_reference(problem, np.argsort(-problem.work, kind="stable"))
+    busy = np.flatnonzero(worker_job >= 0)
+    X = np.bincount(worker_job[busy], weights=rho[worker_job[busy], busy], minlength=S)
+    n = np.bincount(worker_job[busy], minlength=S)
+    while True:
+        best_gain, best_i, best_k = 0.0, -1, -1
+        for i in range(S):
+            k = _fastest_free_reference(problem, worker_job, i)
+            if k < 0:
+                continue
+            before = problem.work[i] / X[i] + problem.size_cost[i, n[i]]
+            after = problem.work[i] / (X[i] + rho[i, k]) + problem.size_cost[i, n[i] + 1]
+            if before - after > best_gain:
+                best_gain, best_i, best_k = before - after, i, k
+        if best_i < 0:
+            return worker_job
+        worker_job[best_k] = best_i
+        X[best_i] += rho[best_i, best_k]
+        n[best_i] += 1

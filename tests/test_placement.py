@@ -50,7 +50,7 @@ def test_idle_worker_gets_no_share(problem):
         ([0, 0, 0, 0, -1], InvalidPlacementError, r"job 1 gets no worker in worker_job; every job needs at least one"),
         ([1, 1, 1, 1, 0], InvalidPlacementError, r"worker 4 \(type type2\) is given job 0, which cannot run on that type"),
         ([0, 1.5, 0, 0, 1], InvalidPlacementError, r"worker_job must hold integer job indices; got 1.5 for worker 1"),
-        (["a"] * 5, InvalidProblemTypeError, r"worker_job must hold integer job indices \(-1 idle\); got dtype <U1"),
+        (["a"] * 5, InvalidProblemTypeError, r"worker_job must be integer job indices \(-1 idle\) \(real, not bool or complex\); got a string, 'a' at index 0"),
         ("01001", InvalidProblemTypeError, r"worker_job must be 5 integers"),
     ],
 )

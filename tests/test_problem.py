@@ -45,7 +45,7 @@ def make(**kw):
         (dict(grad_bytes=[1.0, -1.0]), InvalidProblemError, r"grad_bytes must be >= 0 for every job; got -1.0 for job 1"),
         (dict(bandwidth=0.0), InvalidProblemError, r"bandwidth must be > 0 bytes/s .*; got 0.0"),
         (dict(bandwidth=float("nan")), InvalidProblemError, r"bandwidth must be > 0 bytes/s"),
-        (dict(bandwidth="10G"), InvalidProblemTypeError, r"bandwidth must be a number of bytes/s .*; got '10G'"),
+        (dict(bandwidth="10G"), InvalidProblemTypeError, r"bandwidth must be a number of bytes/s .*; got the string '10G'"),
         (dict(worker_speed=[1.0, 0.5]), InvalidProblemError, r"worker_speed must have one value per worker \(sum of type_counts = 3\); got shape \(2,\)"),
         (dict(worker_speed=[1.0, 0.0, 1.0]), InvalidProblemError, r"worker_speed must lie in \(0, 1\]; got 0.0 for worker 1"),
         (dict(worker_speed=[1.0, 1.5, 1.0]), InvalidProblemError, r"worker_speed must lie in \(0, 1\]; got 1.5 for worker 1"),
