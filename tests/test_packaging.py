@@ -179,7 +179,14 @@ def test_installed_compiled_kernels_elsewhere_are_found(monkeypatch, tmp_path):
         def locate_file(f):
             return tmp_path / f
 
-    monkeypatch.setattr(metadata, "distribution", lambda name: Dist)
+    class Clone:  # the clone's own egg-info, found first from its root, lists no compiled files
+        files = [metadata.PackagePath("hetplace/_core/_smp.pyx")]
+
+        @staticmethod
+        def locate_file(f):
+            return Path(hetplace.__file__).parents[1] / f
+
+    monkeypatch.setattr(metadata, "distributions", lambda name: iter([Clone, Dist]))
     assert core._installed_elsewhere() == str(tmp_path / "hetplace")
     Dist.files = Dist.files[1:]  # an editable install lists no compiled files
     assert core._installed_elsewhere() is None

@@ -26,19 +26,21 @@ _warned = False
 
 
 def _installed_elsewhere():
-    """Folder of an installed hetplace whose compiled kernels exist, when it is not the imported one."""
-    from importlib.metadata import PackageNotFoundError, distribution
+    """Folder of an installed hetplace whose compiled kernels exist, when it is not the imported one.
 
-    try:
-        dist = distribution("hetplace")
-    except PackageNotFoundError:
-        return None
-    for f in dist.files or ():
-        parts = f.parts
-        if len(parts) == 3 and parts[:2] == ("hetplace", "_core") and parts[2].endswith((".so", ".pyd")):
-            located = os.path.abspath(str(dist.locate_file(f)))
-            if os.path.isfile(located) and os.path.dirname(located) != _HERE:
-                return os.path.dirname(os.path.dirname(located))
+    Every ``hetplace`` distribution on ``sys.path`` is looked at: a clone's own
+    ``hetplace.egg-info`` (left by ``pip install .``) comes first from the current
+    folder and lists no compiled files.
+    """
+    from importlib.metadata import distributions
+
+    for dist in distributions(name="hetplace"):
+        for f in dist.files or ():
+            parts = f.parts
+            if len(parts) == 3 and parts[:2] == ("hetplace", "_core") and parts[2].endswith((".so", ".pyd")):
+                located = os.path.abspath(str(dist.locate_file(f)))
+                if os.path.isfile(located) and os.path.dirname(located) != _HERE:
+                    return os.path.dirname(os.path.dirname(located))
     return None
 
 
