@@ -1,6 +1,7 @@
 """Shared validators for options of the public entry points (private)."""
 
 import decimal
+import math
 import numbers
 
 import numpy as np
@@ -47,15 +48,28 @@ def check_positive_int(name, value, allow_none=True, maximum=None):
     return int(value)
 
 
-def check_time_limit(value):
-    """``None`` or a positive finite number of seconds."""
+def check_time_limit(value, name="time_limit"):
+    """``None`` or a positive finite number of seconds, returned as a float.
+
+    Python and numpy integers and floats are accepted; bools, complex numbers,
+    strings, NaN, infinities and integers too large for a float are rejected
+    (``None`` means no limit).  Callers clamp very large limits to what their
+    solver accepts.
+    """
     if value is None:
         return None
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) or not np.isfinite(value) or value <= 0:
+    seconds = math.nan
+    if not isinstance(value, (bool, np.bool_)) and isinstance(value, numbers.Real):
+        try:
+            seconds = float(value)
+        except (OverflowError, TypeError, ValueError):
+            seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
         raise InvalidOptionError(
-            f"time_limit must be None or a positive, finite number of seconds; got {value!r}."
+            f"{name} must be None or a positive, finite number of seconds; got {value!r}. "
+            "Pass None for no limit."
         )
-    return float(value)
+    return seconds
 
 
 def check_options(method, options, allowed):

@@ -31,17 +31,22 @@ DP_SECONDS_PER_TRANSITION = 2.5e-9
 
 
 def _auto_choice(problem, budget):
-    """``"exact"`` when the type DP applies and its predicted time fits ``budget``, else ``"smp"``."""
-    from .exact import dp_size
+    """``"exact"`` when the type DP applies and its predicted time fits ``budget``, else ``"smp"``.
 
-    if problem.uniform_speed:
+    "Applies" is what ``solve_exact(method="dp")`` accepts (every speed 1, state
+    space and back-pointer table within its caps), so a large ``budget`` never
+    sends an oversized DP there: it falls back to SMP.
+    """
+    from .exact import _dp_refusal, dp_size
+
+    if _dp_refusal(problem) is None:
         _, work = dp_size(problem)
         if work * DP_SECONDS_PER_TRANSITION <= budget:
             return "exact"
     return "smp"
 
 
-def place(problem, method="auto", seed=None, **options):
+def place(problem, method: str = "auto", seed: "int | None" = None, **options) -> Placement:
     """Place every job of ``problem`` on the cluster.
 
     Parameters

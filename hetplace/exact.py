@@ -1,4 +1,4 @@
-"""Exact optimal placements (MODEL.md section 3): type DP, OR-Tools MILP, brute force.
+"""Exact optimal placements (docs/model.md §4): type DP, OR-Tools MILP, brute force.
 
 :func:`solve_exact` validates its options, picks a method and returns an
 :class:`ExactResult` whose ``objective`` is always the true mean JCT of the
@@ -7,7 +7,7 @@ returned placement, recomputed by :func:`hetplace.placement.evaluate`.
 Methods
 -------
 ``"dp"``
-    Dynamic programme over "workers used per type" (MODEL.md 1.4).  Exact when
+    Dynamic programme over "workers used per type" (docs/model.md §4.2).  Exact when
     every worker speed is 1; milliseconds for few types.  Numba kernel
     :func:`hetplace._core._dp_nb.type_dp` (compiled on first use, cached).
 ``"milp"``
@@ -28,7 +28,8 @@ import time
 import numpy as np
 
 from .errors import InvalidOptionError, InvalidProblemTypeError, MissingDependencyError, SolverError
-from .placement import evaluate
+from ._validation import check_time_limit
+from .placement import evaluate, is_feasible
 from .problem import Problem
 
 __all__ = [
@@ -80,6 +81,26 @@ _ABS_GAP = 1e-12
 # CP-SAT solves integer programmes only: continuous variables are multiplied by
 # this factor and rounded (see ExactResult notes in solve_exact).
 _CPSAT_VAR_SCALING = 1e6
+#: Relative tolerance of the check every MILP result passes before it is reported
+#: (see ``_verify``): an "optimal" whose solver value, bound or gap disagrees with
+#: the re-evaluated mean JCT by more, or that the greedy baseline or a local move
+#: beats by more, is reported "feasible".  CP-SAT optimises a model whose
+#: continuous variables lie on a 1e-6 grid, hence its looser tolerance.
+_CHECK_REL = {"SCIP": 1e-6, "HiGHS": 1e-6, "CP-SAT": 1e-5}
+#: Largest time limit handed to a solver (s, about 31 years): OR-Tools takes the
+#: limit in int64 milliseconds and SCIP refuses more than 1e20 s.
+_MAX_SOLVER_SECONDS = 1e9
+#: No tangent cut is placed at an aggregate throughput below this fraction of the
+#: job's fastest worker: its coefficient 1/x0^2 would exceed 1e6.
+_CUT_X_MIN = 1e-3
+#: Seconds per constraint coefficient that ``Solver.Solve`` spends loading the model
+#: into each solver before the solver's own clock starts (measured with a 1 ms limit
+#: at K=256..1024, S=16..64, per-worker speeds: SCIP 1.2-1.7 us, HiGHS 7.4-8.0 us,
+#: CP-SAT 0.4-0.5 us, plus about 1 us it spends scaling the model to integers after
+#: its clock starts), with some margin; set aside from ``time_limit``.
+_SETUP_SECONDS_PER_NONZERO = {"SCIP": 2e-6, "HiGHS": 9e-6, "CP-SAT": 1.5e-6}
+#: Smallest objective coefficient of a job's compute variable (see _build_milp).
+_OBJ_COEF_MIN = 1e-6
 
 
 class ExactResult:
@@ -88,9 +109,15 @@ class ExactResult:
     Attributes
     ----------
     status : str
-        ``"optimal"``; ``"feasible"`` (a limit was hit, the incumbent is
-        returned); ``"infeasible"``; ``"no_solution"`` (a limit was hit before
-        any incumbent); ``"error"`` (the solver failed, see ``message``).
+        ``"optimal"`` (proven, and verified: see Notes of :func:`solve_exact`);
+        ``"feasible"`` (a limit was hit, or the solver's optimum failed the
+        check; the best placement found is returned); ``"time_limit"``
+        (``time_limit`` ran out before the solver could start; the greedy
+        baseline is returned, ``info["incumbent"] == "greedy"``);
+        ``"no_solution"`` (the solver hit the limit before any incumbent);
+        ``"error"`` (the solver failed, see ``message``).  ``"infeasible"``
+        is never reported: every valid :class:`Problem` has a placement, so a
+        solver's infeasibility claim is reported as ``"error"``.
     success : bool
         True exactly when ``status == "optimal"``.
     message : str
@@ -100,9 +127,13 @@ class ExactResult:
     objective : float or None
         TRUE mean JCT (s) of ``placement``, recomputed by ``evaluate``.
     bound : float or None
-        Proven lower bound on the optimal mean JCT (s).
+        Lower bound on the optimal mean JCT (s) as the solver reports it (at
+        least ``mean(problem.jct_alone)``); never clamped, so a bound above
+        ``objective`` -- a solver fault -- stays visible (and such a result is
+        not ``"optimal"``).
     gap : float or None
-        ``(objective - bound) / objective`` (0 when optimal).
+        ``(objective - bound) / objective``, unclamped (about 0 when optimal;
+        negative when the bound is invalid).
     wall_time : float
         Seconds spent in :func:`solve_exact`, model building included.
     method : str
@@ -119,12 +150,9 @@ class ExactResult:
         self.message = message
         self.placement = placement
         self.objective = None if placement is None else float(placement.mean_jct)
-        if bound is not None and self.objective is not None:
-            # a lower bound above a feasible objective is solver round-off
-            bound = min(float(bound), self.objective)
-        self.bound = None if bound is None else float(bound)
+        self.bound = None if bound is None else float(bound)  # as reported: never clamped
         if self.objective is not None and self.bound is not None and self.objective > 0:
-            self.gap = max(0.0, (self.objective - self.bound) / self.objective)
+            self.gap = (self.objective - self.bound) / self.objective
         else:
             self.gap = None
         self.wall_time = float(wall_time)
@@ -162,17 +190,7 @@ def _solve_exact_iv(problem, method, solver, time_limit, threads, verbose):
             f"got {solver!r}."
         )
     solver = "cp-sat" if solver.strip().lower() == "cpsat" else solver.strip().lower()
-    if time_limit is not None:
-        if isinstance(time_limit, bool) or not isinstance(time_limit, numbers.Real):
-            raise InvalidOptionError(
-                f"time_limit must be a positive number of seconds or None (no limit); got {time_limit!r}."
-            )
-        time_limit = float(time_limit)
-        if not (math.isfinite(time_limit) and time_limit > 0):
-            raise InvalidOptionError(
-                f"time_limit must be a positive finite number of seconds or None (no limit); "
-                f"got {time_limit!r}."
-            )
+    time_limit = check_time_limit(time_limit)  # numpy numbers welcome; 1e300 is clamped later
     if threads is not None:
         if isinstance(threads, bool) or not isinstance(threads, numbers.Integral) or threads < 1:
             raise InvalidOptionError(
@@ -206,7 +224,7 @@ def _dp_refusal(problem):
         k = int(np.flatnonzero(problem.worker_speed != 1.0)[0])
         return (
             "method='dp' needs every worker_speed to be 1 (then workers of one type are "
-            "interchangeable, MODEL.md 1.4); this problem has per-worker speeds (worker "
+            "interchangeable, docs/model.md §2.3); this problem has per-worker speeds (worker "
             f"{k} has speed {float(problem.worker_speed[k])!r}). Use method='milp' (exact for "
             "per-worker speeds) or method='auto'."
         )
@@ -222,8 +240,11 @@ def _dp_refusal(problem):
 
 
 # ---------------------------------------------------------------- public API
-def solve_exact(problem, method="auto", solver="scip", time_limit=None, threads=None, verbose=False):
-    """Optimal placement minimising the mean JCT (MODEL.md 1.2-1.3, 3).
+def solve_exact(
+    problem: Problem, method: str = "auto", solver: str = "scip", time_limit: "float | None" = None,
+    threads: "int | None" = None, verbose: bool = False,
+) -> "ExactResult":
+    """Optimal placement minimising the mean JCT (docs/model.md §1.2-1.3, §4).
 
     Parameters
     ----------
@@ -269,7 +290,7 @@ def solve_exact(problem, method="auto", solver="scip", time_limit=None, threads=
 
     Notes
     -----
-    **MILP** (our exact linearisation of MODEL.md 1.2).  Workers with equal
+    **MILP** (our exact linearisation of docs/model.md §1.2; see §4.3).  Workers with equal
     (type, speed) form a class ``c`` of ``m_c`` workers with per-worker
     throughput ``r_ic``; with uniform speeds the classes are the types, with
     all-distinct speeds every worker is its own class (the per-worker binary
@@ -353,7 +374,7 @@ def _solve_dp(problem, t0, verbose):
     total, choice = type_dp(
         np.ascontiguousarray(problem.throughput, dtype=np.float64),
         np.ascontiguousarray(problem.work, dtype=np.float64),
-        np.ascontiguousarray(problem.comm_time, dtype=np.float64),
+        np.ascontiguousarray(problem.size_cost, dtype=np.float64),  # inf above max_workers
         radix,
     )
     if not np.isfinite(total):  # pragma: no cover - Problem() rejects uncoverable instances
@@ -388,13 +409,20 @@ def _worker_job_from_counts(problem, counts, members):
 
 # ---------------------------------------------------------------- brute force
 def _solve_brute(problem, t0, verbose):
-    from ._core._brute import brute_force
+    try:
+        from ._core._brute import brute_force
+    except ImportError as exc:
+        from ._core import missing_compiled_message
+
+        raise MissingDependencyError(
+            missing_compiled_message("_brute", exc, "method='brute'", instead="use method='dp' or 'milp'")
+        ) from None
 
     best = np.full(problem.n_workers, -1, dtype=np.int64)
     total = brute_force(
         np.ascontiguousarray(problem.worker_throughput, dtype=np.float64),
         np.ascontiguousarray(problem.work, dtype=np.float64),
-        np.ascontiguousarray(problem.comm_time, dtype=np.float64),
+        np.ascontiguousarray(problem.size_cost, dtype=np.float64),  # inf above max_workers
         best,
     )
     if not np.isfinite(total):  # pragma: no cover - Problem() rejects uncoverable instances
@@ -466,11 +494,114 @@ def _solver_parameters(key, threads, verbose):
     )
 
 
-def _build_milp(pywraplp, solver_id, problem, grouping="classes", cuts="size"):
-    """Build the MILP of the Notes of :func:`solve_exact`; return (solver, handles)."""
+class _BudgetSpent(Exception):
+    """Raised inside the model build when ``time_limit`` is used up."""
+
+
+def _check_clock(deadline):
+    if time.perf_counter() > deadline:
+        raise _BudgetSpent
+
+
+def _incumbent(problem):
+    """A feasible placement to start from: the greedy baseline, trimmed to ``max_workers``.
+
+    Every valid Problem has one (it validates coverability), so this is the
+    witness against any "infeasible" claim, the upper bound that prunes the MILP
+    and the cross-check of every "optimal" one.
+    """
+    from .baselines import greedy_placement
+
+    worker_job = np.array(greedy_placement(problem), dtype=np.int64)
+    rho = problem.worker_throughput
+    for i in np.flatnonzero(np.bincount(worker_job[worker_job >= 0], minlength=problem.n_jobs)
+                            > problem.max_workers):
+        mine = np.flatnonzero(worker_job == i)
+        slow = mine[np.argsort(-rho[i, mine], kind="stable")][int(problem.max_workers[i]):]
+        worker_job[slow] = -1  # keep the job's max_workers fastest workers
+    return evaluate(problem, worker_job, method="exact")
+
+
+def _improve_by_moves(problem, placement, rel, deadline=math.inf, max_steps=100):
+    """Local search from ``placement``: single-worker moves, and swaps when ``K <= 256``.
+
+    A move gives one worker to another job (or idles it); a swap exchanges two
+    workers of different jobs (or a busy and an idle one).  Steps are taken
+    while one lowers the mean JCT by more than ``rel`` (relative), each
+    confirmed by :func:`evaluate`.  Returns the best placement found (the
+    input itself when no step pays): a claimed optimum that a step improves is
+    not an optimum.
+    """
+    S, K = problem.n_jobs, problem.n_workers
+    rho, work, cost = problem.worker_throughput, problem.work, problem.size_cost
+    best = placement
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for _ in range(max_steps):
+            if time.perf_counter() > deadline:
+                break
+            wj = np.asarray(best.worker_job)
+            X, n = best.throughput, best.n_workers
+            cur = work / X + cost[np.arange(S), n]
+            busy = wj >= 0
+            own = np.where(busy, wj, 0)
+            r_own = rho[own, np.arange(K)]
+            # removing worker k from its job: that job's cost change (inf when it empties)
+            n_own = n[own]
+            left = np.where(n_own > 1, work[own] / (X[own] - r_own) + cost[own, n_own - 1], np.inf)
+            drop = np.where(busy, left - cur[own], 0.0)
+            # giving worker k to job j
+            nn = np.minimum(n + 1, K)
+            add = work[:, None] / (X[:, None] + rho) + cost[np.arange(S), nn][:, None] - cur[:, None]
+            add[rho <= 0] = np.inf
+            add[own[busy], np.flatnonzero(busy)] = np.inf  # its own job: no move
+            delta = np.vstack([drop[None, :], drop[None, :] + add])  # row 0: idle it
+            delta[0, ~busy] = np.inf
+            k_best = np.unravel_index(np.argmin(delta), delta.shape)
+            cand = []
+            if np.isfinite(delta[k_best]) and delta[k_best] < 0:
+                row, k = int(k_best[0]), int(k_best[1])
+                w = wj.copy()
+                w[k] = row - 1
+                cand.append(w)
+            if K <= 256:
+                # swap k (job a) and l (job b): a trades r_ak for r_al, b trades r_bl for r_bk
+                r_gain = rho[own][:, :]  # r_gain[k, l] = rho[job of k, l]
+                trade = work[own][:, None] / (X[own][:, None] - r_own[:, None] + r_gain) \
+                    + cost[own, n_own][:, None] - cur[own][:, None]
+                trade[r_gain <= 0] = np.inf
+                trade[~busy, :] = 0.0
+                swap = trade + trade.T
+                same = wj[:, None] == wj[None, :]
+                swap[same] = np.inf
+                k, l = np.unravel_index(np.argmin(swap), swap.shape)
+                if np.isfinite(swap[k, l]) and swap[k, l] < 0:
+                    w = wj.copy()
+                    w[k], w[l] = wj[l], wj[k]
+                    cand.append(w)
+            improved = False
+            for w in cand:
+                if not is_feasible(problem, w):
+                    continue
+                p = evaluate(problem, w, method="exact", info=placement.info)
+                if p.mean_jct < best.mean_jct * (1.0 - rel):
+                    best, improved = p, True
+            if not improved:
+                break
+    return best
+
+
+def _build_milp(pywraplp, solver_id, problem, upper=None, deadline=math.inf, grouping="classes", cuts="size"):
+    """Build the MILP of the Notes of :func:`solve_exact`; return (solver, handles).
+
+    ``upper`` is the mean JCT of a known feasible placement (the incumbent):
+    sizes and throughputs that cannot beat it are left out of the model.
+    Raises :class:`_BudgetSpent` once ``deadline`` (a ``perf_counter`` time)
+    has passed; the clock is checked in every per-job loop.
+    """
     # ---------------------------------------------------------------- data
     S, K = problem.n_jobs, problem.n_workers
     members, rate = _worker_classes(problem, grouping)  # rate: (S, C) per-worker samples/s
+    _check_clock(deadline)
     size = np.array([len(m) for m in members])
     C = size.size
     cap = K - S + 1  # most workers one job can get: every other job keeps one
@@ -481,21 +612,45 @@ def _build_milp(pywraplp, solver_id, problem, grouping="classes", cuts="size"):
     # CP-SAT rounds continuous domains to its grid: widen bounds (never binding) by
     # a little more than one grid step so the rounded model stays feasible
     slack = 10.0 / _CPSAT_VAR_SCALING if solver_id == "CP_SAT" else 0.0
+    # Largest JCT job i can have in a placement at least as good as the incumbent:
+    # sum_j JCT_j <= S * upper and JCT_j >= jct_alone_j.  A size whose communication
+    # plus best compute exceeds it can never be optimal: leaving it out keeps the
+    # coefficients in a range the solvers represent exactly (CP-SAT scales the
+    # objective to integers; a 1e13 s size next to 1e-6 shares rounds the shares
+    # away), and bounds tau_i.  The slack (1e-9 of the total) absorbs round-off.
+    alone = problem.jct_alone
+    if upper is None:
+        j_max = np.full(S, np.inf)
+    else:
+        total = S * float(upper)
+        j_max = total - (float(alone.sum()) - alone) + 1e-9 * total
+    r_sorted, sizes = [], []  # per job: usable rates fastest first; sizes kept in the model
+    n_max = []  # largest size kept for job i
+    tau_lo, tau_hi = [], []  # bounds of tau_i = r_hat_i / X_i
+    for i in range(S):
+        _check_clock(deadline)
+        r = np.sort(rho[i][rho[i] > 0])[::-1]
+        r_sorted.append(r)
+        n_hi = int(min(cap, r.size, problem.max_workers[i]))  # no job uses more than max_workers
+        best = problem.work[i] / np.cumsum(r[:n_hi]) + problem.size_cost[i, 1:n_hi + 1]
+        keep = [n for n in range(1, n_hi + 1) if best[n - 1] <= j_max[i]]
+        sizes.append(keep)
+        n_max.append(keep[-1])
+        tau_lo.append(r_hat[i] / r[:n_max[i]].sum() * (1.0 - slack))
+        hi = r_hat[i] / r[-1]
+        if np.isfinite(j_max[i]):
+            # compute time work_i / X_i <= JCT_i <= j_max_i bounds X_i from below
+            hi = min(hi, r_hat[i] * j_max[i] / problem.work[i])
+        tau_hi.append(max(hi, r_hat[i] / r[:n_max[i]].sum()) * (1.0 + slack))
     items = []  # per job: (class, bit, a = 2^b r_ic / r_hat_i)
     for i in range(S):
+        _check_clock(deadline)
         row = []
         for c in range(C):
             if rate[i, c] > 0:
-                for b in range(int(min(size[c], cap)).bit_length()):
+                for b in range(int(min(size[c], n_max[i])).bit_length()):
                     row.append((c, b, (2 ** b) * rate[i, c] / r_hat[i]))
         items.append(row)
-    n_max = []  # largest useful size of job i
-    tau_lo, tau_hi = [], []  # bounds of tau_i = r_hat_i / X_i
-    for i in range(S):
-        r = np.sort(rho[i][rho[i] > 0])[::-1]
-        n_max.append(int(min(cap, r.size)))
-        tau_lo.append(r_hat[i] / r[:cap].sum() * (1.0 - slack))
-        tau_hi.append(r_hat[i] / r[-1] * (1.0 + slack))
 
     solver = pywraplp.Solver.CreateSolver(solver_id)
     if solver is None:
@@ -506,52 +661,84 @@ def _build_milp(pywraplp, solver_id, problem, grouping="classes", cuts="size"):
         )
 
     # ---------------------------------------------------------------- variables
-    z = [[solver.BoolVar(f"z_{i}_{c}_{b}") for (c, b, _) in items[i]] for i in range(S)]
-    q = [[solver.NumVar(0.0, 1.0, f"q_{i}_{c}_{b}") for (c, b, _) in items[i]] for i in range(S)]
-    tau = [solver.NumVar(tau_lo[i], tau_hi[i], f"tau_{i}") for i in range(S)]
+    z, q = [], []
+    for i in range(S):
+        _check_clock(deadline)
+        z.append([solver.BoolVar(f"z_{i}_{c}_{b}") for (c, b, _) in items[i]])
+        q.append([solver.NumVar(0.0, 1.0, f"q_{i}_{c}_{b}") for (c, b, _) in items[i]])
+    # tau_i is carried as sigma_i * tau'_i: a job whose compute term weighs less than
+    # _OBJ_COEF_MIN per unit of tau_i in the normalised objective (its JCT is ~1e-9 of
+    # the mean) would otherwise be below the solvers' tolerances, and tau_i left at its
+    # upper bound; sigma_i = 1 for every job that matters more
+    coef = [problem.work[i] / r_hat[i] / (S * scale) for i in range(S)]
+    sigma = [min(max(1.0, _OBJ_COEF_MIN / coef[i]), max(1.0, tau_hi[i])) for i in range(S)]
+    tau = [solver.NumVar(tau_lo[i] / sigma[i], tau_hi[i] / sigma[i], f"tau_{i}") for i in range(S)]
     u = [
-        {n: solver.BoolVar(f"u_{i}_{n}") for n in range(1, n_max[i] + 1)} if with_comm[i] else None
+        {n: solver.BoolVar(f"u_{i}_{n}") for n in sizes[i]} if with_comm[i] else None
         for i in range(S)
     ]
 
     # ---------------------------------------------------------------- constraints
     inf = solver.infinity()
 
+    nnz = [0]  # constraint coefficients: what the solver's model extraction costs
+
     def row(lb, ub, terms):  # lb <= sum(coef * var) <= ub; faster than operator overloading
         ct = solver.Constraint(lb, ub)
         for var, coef in terms:
             ct.SetCoefficient(var, coef)
+        nnz[0] += len(terms)
 
     # class capacity: the jobs use at most m_c workers of class c
-    for c in range(C):
-        terms = [(z[i][j], 2 ** b) for i in range(S) for j, (cc, b, _) in enumerate(items[i]) if cc == c]
-        if terms:
-            row(-inf, int(size[c]), terms)
-    # every job gets at least one worker
+    by_class = [[] for _ in range(C)]
     for i in range(S):
+        for j, (c, b, _) in enumerate(items[i]):
+            by_class[c].append((z[i][j], 2 ** b))
+    for c in range(C):
+        if c % 64 == 0:
+            _check_clock(deadline)
+        if by_class[c]:
+            row(-inf, int(size[c]), by_class[c])
+    for i in range(S):
+        _check_clock(deadline)
+        # every job gets at least one worker
         row(1, inf, [(v, 1) for v in z[i]])
+        # ... and at most n_max_i (its max_workers, or what the incumbent leaves):
+        # for jobs with communication the size one-hot below says it
+        reach = sum(min(int(size[c]), 2 ** int(min(size[c], n_max[i])).bit_length() - 1)
+                    for c in {c for (c, _, _) in items[i]})  # most workers its bits can express
+        # (redundant, so left out, when n_max_i is just what the cluster allows anyway)
+        if u[i] is None and reach > n_max[i] and n_max[i] < min(cap, r_sorted[i].size):
+            row(-inf, n_max[i], [(z[i][j], 2 ** b) for j, (_, b, _) in enumerate(items[i])])
     # a group's share of the batch is 0 when unused and at most 1 when used: q <= z
     for i in range(S):
+        _check_clock(deadline)
         for j in range(len(items[i])):
             row(-inf, 0, [(q[i][j], 1), (z[i][j], -1)])
     # a group's share is at most its throughput fraction: q <= (2^b r_ic / r_hat_i) tau_i
     for i in range(S):
+        _check_clock(deadline)
         for j, (_, _, a) in enumerate(items[i]):
-            row(-inf, 0, [(q[i][j], 1), (tau[i], -a)])
+            row(-inf, 0, [(q[i][j], 1), (tau[i], -a * sigma[i])])
     # the shares cover the batch, hence tau_i >= r_hat_i / X_i
     for i in range(S):
         row(1, inf, [(v, 1) for v in q[i]])
     # job size one-hot (communication): sum_n u = 1 and sum_n n u = n_i = sum 2^b z
     for i in range(S):
+        _check_clock(deadline)
         if u[i] is not None:
             row(1, 1, [(v, 1) for v in u[i].values()])
             row(0, 0, [(v, n) for n, v in u[i].items()]
                 + [(z[i][j], -(2 ** b)) for j, (_, b, _) in enumerate(items[i])])
-    # tangent cuts of the convex 1/X: valid inequalities that only tighten the LP
+    # tangent cuts of the convex 1/X: valid inequalities that only tighten the LP.
+    # Tangent points below _CUT_X_MIN (a job's aggregate under 1e-3 of its fastest
+    # worker) would need coefficients up to 1/x0^2 that solvers cannot represent;
+    # the cuts are valid at any point, so those are simply not added.
     if cuts != "none":
         for i in range(S):
+            _check_clock(deadline)
             x_terms = [(z[i][j], a) for j, (_, _, a) in enumerate(items[i])]  # X_i / r_hat_i
-            r = np.sort(rho[i][rho[i] > 0])[::-1] / r_hat[i]
+            r = r_sorted[i] / r_hat[i]
             if cuts == "size" and u[i] is not None:
                 # per job size n (perspective of the tangents): X_i/r_hat_i is carried by
                 # x_in, nonzero only for the size in use, within [n slowest, n fastest]
@@ -562,7 +749,7 @@ def _build_milp(pywraplp, solver_id, problem, grouping="classes", cuts="size"):
                     t_n = solver.NumVar(0.0, tau_hi[i], f"t_{i}_{n}")
                     row(-inf, 0, [(x_n, 1), (un, -hi)])
                     row(0, inf, [(x_n, 1), (un, -lo)])
-                    for x0 in np.geomspace(lo, hi, 4 if hi > lo else 1):
+                    for x0 in _tangent_points(lo, hi, 4):
                         # t_n >= (2 / x0) u_n - x_n / x0^2
                         row(0, inf, [(t_n, 1), (un, -2.0 / x0), (x_n, 1.0 / (x0 * x0))])
                     parts.append(x_n)
@@ -570,23 +757,35 @@ def _build_milp(pywraplp, solver_id, problem, grouping="classes", cuts="size"):
                 # sum_n x_in <= X_i / r_hat_i ("=" at the optimum: the cuts favour large x_in)
                 row(-inf, 0, [(v, 1) for v in parts] + [(v, -a) for v, a in x_terms])
                 # tau_i >= sum_n t_in
-                row(0, inf, [(tau[i], 1)] + [(v, -1) for v in lower])
+                row(0, inf, [(tau[i], sigma[i])] + [(v, -1) for v in lower])
             else:
-                for x0 in np.geomspace(r[-1], r[:cap].sum(), 6):
+                for x0 in _tangent_points(r[-1], r[:n_max[i]].sum(), 6):
                     # tau_i >= 2 / x0 - (X_i / r_hat_i) / x0^2
-                    row(2.0 / x0, inf, [(tau[i], 1)] + [(v, a / (x0 * x0)) for v, a in x_terms])
+                    row(2.0 / x0, inf, [(tau[i], sigma[i])] + [(v, a / (x0 * x0)) for v, a in x_terms])
 
     # ---------------------------------------------------------------- objective
     # (1 / (S * scale)) * sum_i (w_i / r_hat_i * tau_i + sum_n comm_time[i, n] u_in)
     objective = solver.Objective()
     for i in range(S):
-        objective.SetCoefficient(tau[i], problem.work[i] / r_hat[i] / (S * scale))
+        objective.SetCoefficient(tau[i], coef[i] * sigma[i])
         if u[i] is not None:
             for n, v in u[i].items():
                 objective.SetCoefficient(v, problem.comm_time[i, n] / (S * scale))
     objective.SetMinimization()
-    handles = {"z": z, "items": items, "members": members, "scale": scale, "n_classes": C}
+    _check_clock(deadline)
+    handles = {"z": z, "items": items, "members": members, "scale": scale, "n_classes": C, "nnz": nnz[0],
+               "sizes_kept": int(sum(len(s) for s in sizes)),
+               "sizes_usable": int(sum(min(cap, r.size, int(m)) for r, m in zip(r_sorted, problem.max_workers)))}
     return solver, handles
+
+
+def _tangent_points(lo, hi, count):
+    """``count`` tangent points from ``lo`` to ``hi`` (geometric), none below _CUT_X_MIN."""
+    if hi < _CUT_X_MIN:
+        return np.empty(0)
+    if lo < _CUT_X_MIN:
+        lo = _CUT_X_MIN
+    return np.geomspace(lo, hi, count if hi > lo else 1)
 
 
 def _ortools_version():
@@ -598,11 +797,39 @@ def _ortools_version():
         return "unknown"
 
 
-
 def _solve_milp(problem, solver_key, time_limit, threads, verbose, t0, grouping="classes", cuts="size"):
     pywraplp = _load_ortools()
     solver_id, solver_name = SOLVERS[solver_key]
-    solver, h = _build_milp(pywraplp, solver_id, problem, grouping=grouping, cuts=cuts)
+    deadline = math.inf if time_limit is None else t0 + time_limit
+    tol = _CHECK_REL[solver_name]
+    info = {"formulation": grouping, "tangent_cuts": cuts}
+
+    # ---------------------------------------------------------------- incumbent
+    # the greedy baseline improved by local moves: feasible, never claimed optimal; the
+    # closer it is to the optimum, the tighter the pruning of _build_milp
+    incumbent = _incumbent(problem)
+    incumbent = _improve_by_moves(problem, incumbent, 1e-9, deadline=deadline)
+    weak_bound = float(np.mean(problem.jct_alone))  # every job alone: a valid lower bound
+    info["incumbent_objective"] = incumbent.mean_jct
+
+    def out_of_time(stage):
+        msg = (f"time_limit={time_limit} s was used up {stage}, before {solver_name} could run; "
+               "the placement returned is the greedy baseline (method='greedy'), not an optimum, "
+               "and the bound is mean(jct_alone)")
+        info["incumbent"] = "greedy"
+        info["build_time"] = time.perf_counter() - t0
+        if verbose:
+            print(f"{solver_name} MILP: {msg}")
+        return ExactResult("time_limit", msg, incumbent, weak_bound, time.perf_counter() - t0,
+                           "milp", solver_name, info)
+
+    if time.perf_counter() > deadline:
+        return out_of_time("by the greedy incumbent")
+    try:
+        solver, h = _build_milp(pywraplp, solver_id, problem, upper=incumbent.mean_jct,
+                                deadline=deadline, grouping=grouping, cuts=cuts)
+    except _BudgetSpent:
+        return out_of_time("while building the model")
     build_time = time.perf_counter() - t0
 
     # ---------------------------------------------------------------- solve
@@ -610,8 +837,15 @@ def _solve_milp(problem, solver_key, time_limit, threads, verbose, t0, grouping=
         solver.EnableOutput()
     else:
         solver.SuppressOutput()
-    if time_limit is not None:  # the limit covers the whole call: building counts
-        remaining = time_limit - (time.perf_counter() - t0)
+    if time_limit is not None:
+        # the limit covers the whole call: the solver gets what is left once its model
+        # set-up (copying the model in, before its own clock starts) is set aside
+        reserve = h["nnz"] * _SETUP_SECONDS_PER_NONZERO[solver_name]
+        info["setup_reserve"] = reserve
+        remaining = min(deadline - time.perf_counter() - reserve, _MAX_SOLVER_SECONDS)
+        if remaining <= 0.0:
+            return out_of_time(f"by the model build ({build_time:.3g} s; {solver_name} would need "
+                               f"about {reserve:.2g} s more to load it)")
         solver.SetTimeLimit(max(1, int(remaining * 1000)))
     if threads is not None and solver_key != "highs":
         solver.SetNumThreads(threads)
@@ -622,23 +856,22 @@ def _solve_milp(problem, solver_key, time_limit, threads, verbose, t0, grouping=
     solve_time = time.perf_counter() - t0 - build_time
 
     # ---------------------------------------------------------------- check status
-    info = {
-        "formulation": grouping,
-        "tangent_cuts": cuts,
+    info.update({
         "n_variables": solver.NumVariables(),
         "n_constraints": solver.NumConstraints(),
         "n_classes": h["n_classes"],
+        "sizes_kept": h["sizes_kept"],
+        "sizes_usable": h["sizes_usable"],
         "build_time": build_time,
         "solve_time": solve_time,
         "solver_status_code": int(code),
-    }
+    })
     if solver_key != "cp-sat":
         try:
             info["nodes"] = int(solver.nodes())
         except Exception:  # pragma: no cover - not every backend reports nodes
             pass
-    weak_bound = float(np.mean(problem.jct_alone))  # every job alone: a valid lower bound
-    placement = None
+    placement, milp_objective = None, None
     if code in (pywraplp.Solver.OPTIMAL, pywraplp.Solver.FEASIBLE):
         counts = np.zeros((problem.n_jobs, h["n_classes"]), dtype=np.int64)
         for i, row in enumerate(h["items"]):
@@ -646,7 +879,10 @@ def _solve_milp(problem, solver_key, time_limit, threads, verbose, t0, grouping=
                 if h["z"][i][j].solution_value() > 0.5:
                     counts[i, c] += 2 ** b
         worker_job = _worker_job_from_counts(problem, counts, h["members"])
-        info["milp_objective"] = solver.Objective().Value() * h["scale"]
+        milp_objective = solver.Objective().Value() * h["scale"]
+        info["milp_objective"] = milp_objective
+        if is_feasible(problem, worker_job):
+            placement = evaluate(problem, worker_job, method="exact", info=info)
     solver_bound = None
     if solver_key != "highs" or code == pywraplp.Solver.OPTIMAL:
         try:
@@ -655,19 +891,27 @@ def _solve_milp(problem, solver_key, time_limit, threads, verbose, t0, grouping=
             bb = float("nan")
         if np.isfinite(bb):
             solver_bound = bb * h["scale"]
+    info["solver_bound"] = solver_bound
     bound = weak_bound if solver_bound is None else max(weak_bound, solver_bound)
 
-    if code == pywraplp.Solver.OPTIMAL:
-        placement = evaluate(problem, worker_job, method="exact", info=info)
+    if code in (pywraplp.Solver.OPTIMAL, pywraplp.Solver.FEASIBLE) and placement is None:
+        status = "error"
+        msg = (f"{solver_name} returned a placement that breaks the model's constraints "
+               "(a numerical failure); nothing is returned")
+        bound = None
+    elif code == pywraplp.Solver.OPTIMAL:
         status, msg = "optimal", f"optimal ({solver_name} MILP, relative gap limit {_REL_GAP:g})"
     elif code == pywraplp.Solver.FEASIBLE:
-        placement = evaluate(problem, worker_job, method="exact", info=info)
         status = "feasible"
         msg = f"{solver_name} stopped at a limit (time_limit={time_limit}); incumbent returned"
         if solver_key == "highs":
             msg += "; bound is mean(jct_alone) because OR-Tools does not pass HiGHS's dual bound"
     elif code == pywraplp.Solver.INFEASIBLE:
-        status, msg, bound = "infeasible", f"{solver_name} reports the MILP infeasible", None
+        # every valid Problem is feasible: the greedy incumbent is the witness
+        status, bound = "error", None
+        msg = (f"{solver_name} reported the MILP infeasible, but the greedy baseline places every job "
+               f"(mean JCT {incumbent.mean_jct:.6g} s): a numerical failure of the solver; "
+               "try another solver=")
     elif time_limit is not None and code not in (pywraplp.Solver.ABNORMAL, pywraplp.Solver.MODEL_INVALID,
                                                   pywraplp.Solver.UNBOUNDED):
         # NOT_SOLVED, or HiGHS's "unknown" (99): the limit came before any incumbent
@@ -677,8 +921,60 @@ def _solve_milp(problem, solver_key, time_limit, threads, verbose, t0, grouping=
         codes = ("UNBOUNDED", "ABNORMAL", "NOT_SOLVED", "MODEL_INVALID")
         names = {getattr(pywraplp.Solver, n): n for n in codes}
         status = "error"
-        msg = f"{solver_name} failed with status {names.get(code, code)}"
+        msg = f"{solver_name} failed with status {names.get(code, code)}; try another solver="
         bound = None
+
+    # ---------------------------------------------------------------- verify
+    if placement is not None:
+        placement, status, msg = _verify(problem, placement, status, msg, milp_objective, bound,
+                                         incumbent, tol, solver_name, deadline, info)
     if verbose:
         print(f"{solver_name} MILP: {msg}; build {build_time:.3f} s, solve {solve_time:.3f} s")
     return ExactResult(status, msg, placement, bound, time.perf_counter() - t0, "milp", solver_name, info)
+
+
+def _verify(problem, placement, status, msg, milp_objective, bound, incumbent, tol, solver_name,
+            deadline, info):
+    """Check a solver's claim against :func:`evaluate`; never let a wrong "optimal" through.
+
+    An ``"optimal"`` stays optimal only when (relative tolerance ``tol``):
+    the solver's value of its placement equals the re-evaluated mean JCT; the
+    bound does not exceed it; the gap to the bound is at most ``tol``; and
+    neither the greedy incumbent nor a local-search step (single-worker moves,
+    swaps on small clusters) beats it.  Otherwise it becomes ``"feasible"``
+    with the best placement found and ``message`` says why.  For ``"feasible"``
+    results the better of the solver's and the greedy placement is returned.
+    """
+    true = placement.mean_jct
+    reasons = []
+    if status == "optimal":
+        if abs(milp_objective - true) > tol * true:
+            reasons.append(f"{solver_name} valued its placement at {milp_objective:.9g} s but it "
+                           f"evaluates to {true:.9g} s")
+        if bound is not None and bound > true * (1.0 + tol):
+            reasons.append(f"the bound {bound:.9g} s exceeds the objective {true:.9g} s (a solver "
+                           f"fault: that bound is not valid; mean(jct_alone) = "
+                           f"{float(np.mean(problem.jct_alone)):.9g} s is)")
+        elif bound is not None and true - bound > tol * true:
+            reasons.append(f"the gap to the bound is {(true - bound) / true:.3g}")
+    best = placement
+    if incumbent.mean_jct < best.mean_jct * (1.0 - tol):
+        if status == "optimal":
+            reasons.append(f"the greedy baseline is better ({incumbent.mean_jct:.9g} s vs {true:.9g} s)")
+        best = evaluate(problem, incumbent.worker_job, method="exact", info=info)
+        info["incumbent"] = "greedy"
+    if status == "optimal":
+        moved = _improve_by_moves(problem, best, tol, deadline=max(deadline, time.perf_counter() + 1.0))
+        if moved is not best:
+            reasons.append(f"local moves lower the mean JCT to {moved.mean_jct:.9g} s")
+            best = moved
+            info["incumbent"] = "local search"
+    if reasons:
+        info["verification"] = reasons
+        status = "feasible"
+        msg = (f"{solver_name} reported optimal, but the check failed: " + "; ".join(reasons)
+               + f". Not an optimum (tolerance {tol:g}); the best placement found is returned"
+               + (" (with its true mean JCT)" if best is not placement else ""))
+    elif best is not placement:
+        msg += "; the greedy baseline beat the solver's incumbent and is returned"
+    return best, status, msg

@@ -1,4 +1,4 @@
-# Exhaustive search over all (S+1)^K worker -> job assignments (MODEL.md 3, "brute force").
+# Exhaustive search over all (S+1)^K worker -> job assignments (docs/model.md §4.4, "brute force").
 # Kernel: inputs are trusted (validated by hetplace.exact); no bounds checks.
 cimport numpy as cnp
 import numpy as np
@@ -7,13 +7,16 @@ cnp.import_array()
 
 
 def brute_force(const double[:, ::1] rho, const double[::1] work,
-                const double[:, ::1] comm, long long[::1] best_out):
+                const double[:, ::1] size_cost, long long[::1] best_out):
     """Write the assignment with the smallest total JCT into ``best_out``.
 
+    ``size_cost[i, n]`` is job ``i``'s communication time on ``n`` workers, ``inf``
+    for sizes it cannot use (``Problem.size_cost``: above ``max_workers``).
     Enumerates worker -> job maps (job -1 = idle) in odometer order, worker 0
-    fastest-changing.  Assignments where a job has no worker, or a worker with
-    zero throughput for its job, are skipped.  Ties keep the first found.
-    Returns the best total JCT (``inf`` if none is feasible).
+    fastest-changing.  Assignments where a job has no worker, a worker with
+    zero throughput for its job, or an infinite size cost are skipped.  Ties
+    keep the first found.  Returns the best total JCT (``inf`` if none is
+    feasible).
     """
     cdef Py_ssize_t S = rho.shape[0], K = rho.shape[1]
     cdef Py_ssize_t i, k
@@ -43,7 +46,7 @@ def brute_force(const double[:, ::1] rho, const double[::1] work,
                     if cnt[i] == 0:
                         ok = False
                         break
-                    total += work[i] / X[i] + comm[i, cnt[i]]
+                    total += work[i] / X[i] + size_cost[i, cnt[i]]
             if ok and total < best:
                 best = total
                 for k in range(K):

@@ -1,4 +1,4 @@
-"""Type dynamic programme over "workers used per type" (MODEL.md 1.4, 3) -- Numba kernel.
+"""Type dynamic programme over "workers used per type" (docs/model.md §4.2) -- Numba kernel.
 
 Kernel: inputs are trusted (validated by :mod:`hetplace.exact`); no checks here.
 Compiled lazily on first call and cached on disk (``cache=True``).
@@ -10,7 +10,7 @@ __all__ = ["type_dp"]
 
 
 @nb.njit(cache=True)
-def type_dp(rho, work, comm, radix):
+def type_dp(rho, work, size_cost, radix):
     """Minimum total JCT over type-count matrices, with the argmin.
 
     Parameters
@@ -19,8 +19,9 @@ def type_dp(rho, work, comm, radix):
         Throughput of job ``i`` on one worker of type ``g`` (0 = cannot run).
     work : ndarray of float64, shape (S,)
         ``iterations * batch`` of every job.
-    comm : ndarray of float64, shape (S, K + 1)
-        Total communication time of job ``i`` on ``n`` workers.
+    size_cost : ndarray of float64, shape (S, K + 1)
+        Total communication time of job ``i`` on ``n`` workers, ``inf`` for
+        sizes the job cannot use (``Problem.size_cost``: above ``max_workers``).
     radix : ndarray of int64, shape (G,)
         ``type_counts + 1``: the mixed radix of the state index (type 0 is
         the least significant digit).
@@ -36,8 +37,8 @@ def type_dp(rho, work, comm, radix):
     -----
     State ``s`` = workers of each type used by jobs ``0..i``; the recursion is
     ``f_i(s) = min_{0 < y <= s} f_{i-1}(s - y) + cost_i(y)`` with
-    ``cost_i(y) = work_i / sum_g y_g rho_ig + comm_i(sum_g y_g)`` (``inf`` when
-    ``y`` uses a type the job cannot run on).  Digit-wise ``y <= s`` means
+    ``cost_i(y) = work_i / sum_g y_g rho_ig + size_cost_i(sum_g y_g)`` (``inf`` when
+    ``y`` uses a type the job cannot run on or more workers than it can use).  Digit-wise ``y <= s`` means
     ``index(s - y) = index(s) - index(y)`` (no borrows), so predecessors are
     found by subtraction.  Work is ``S * prod_g (m_g+1)(m_g+2)/2`` transitions;
     memory is one int32 back-pointer per (job, state).  Ties keep the first
@@ -76,7 +77,7 @@ def type_dp(rho, work, comm, radix):
                     X += e[g] * rho[i, g]
                     n += e[g]
             if ok and n > 0:
-                cost[y] = work[i] / X + comm[i, n]
+                cost[y] = work[i] / X + size_cost[i, n]
             else:
                 cost[y] = np.inf
             g = 0
