@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 
 import hetplace.exact as exact
+from hetplace import Problem
 from hetplace.exact import solve_exact
 
 from instances import gavel_problem, tiny_random
@@ -66,9 +67,9 @@ def _record(benchmark, res, reference=None, rel=1e-9):
     for key in ("nodes", "n_variables", "n_constraints", "build_time", "solve_time", "states", "transitions"):
         if key in res.info:
             benchmark.extra_info[key] = res.info[key]
-    assert res.status in ("optimal", "feasible", "no_solution"), res
+    assert res.status in ("optimal", "feasible", "no_solution", "time_limit"), res
     if res.placement is not None:
-        assert res.bound <= res.objective
+        assert res.bound <= res.objective * (1 + 1e-5)  # the bound is reported as is
     if reference is not None and res.status == "optimal":
         assert abs(res.objective - reference.objective) <= rel * reference.objective, (res, reference)
     if reference is not None and res.placement is not None:
@@ -172,3 +173,33 @@ def test_auto_threshold_gavel(benchmark, K, S):
     _record(benchmark, res, ref)
     benchmark.extra_info["dp_wall_time"] = ref.wall_time
     assert math.isfinite(ref.objective)
+
+
+# ---------------------------------------------------------------- time limit holds
+def _per_worker_instance(K, S, seed=0):
+    rng = np.random.default_rng([seed, K, S])
+    G = 4
+    rho = rng.uniform(1.0, 10.0, (S, G))
+    batch = rng.integers(32, 512, S)
+    iters = rng.uniform(1e3, 1e4, S)
+    grad = rng.uniform(0.1, 1.0, S) * batch / rho.mean(axis=1) * 1e9
+    return Problem(rho, [K // G] * G, batch, iters, grad, 1e9, rng.uniform(0.2, 1.0, K))
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+@pytest.mark.parametrize("K,S", [(1024, 64), (2048, 64)])
+def test_time_limit_whole_call(benchmark, K, S, solver):
+    """``time_limit=1`` at K=1024/2048, S=64, per-worker speeds: the wall time of the call.
+
+    Before the limit covered the model build this took 5-10 s (K=1024) and 26-50 s
+    (K=2048).  Measured now (2-core machine, shared): 1.03-1.10 s at both sizes,
+    status "time_limit" (the greedy incumbent).
+    """
+    benchmark.group = f"time_limit=1 K={K} S={S}"
+    p = _per_worker_instance(K, S)
+    res = benchmark.pedantic(
+        solve_exact, args=(p,), kwargs=dict(method="milp", solver=solver, time_limit=1.0), rounds=1, iterations=1,
+    )
+    benchmark.extra_info.update(status=res.status, wall_time=res.wall_time, build_time=res.info.get("build_time"))
+    assert res.wall_time < 2.0, res
+    assert res.placement is None or res.objective == res.placement.mean_jct
