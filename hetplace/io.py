@@ -135,7 +135,7 @@ def _not_regular(mode):
     return "not a regular file"
 
 
-def _read_input(path, what, example, encoding="utf-8", limit=MAX_FILE_BYTES):
+def _read_input(path, what, example, encoding="utf-8", limit=None):
     """Text of the input file ``path``, or an :class:`InputFileError` naming the file and the fix.
 
     The one way every reader reads its file.  The path is checked with
@@ -152,13 +152,14 @@ def _read_input(path, what, example, encoding="utf-8", limit=MAX_FILE_BYTES):
     example : str
         What to pass instead, e.g. ``"a cluster TOML file (see examples/cluster.toml)"``.
     encoding : {"utf-8", "utf-8-sig"}
-    limit : int
+    limit : int, optional
         Largest size accepted, in bytes (default :data:`MAX_FILE_BYTES`).
 
     Returns
     -------
     str
     """
+    limit = MAX_FILE_BYTES if limit is None else limit
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -182,7 +183,9 @@ def _read_input(path, what, example, encoding="utf-8", limit=MAX_FILE_BYTES):
             if not stat.S_ISREG(st.st_mode):
                 raise InputFileError(path, f"the {what} is {_not_regular(st.st_mode)}, not a regular file.",
                                      f"pass the path of {example}.")
-            data = f.read(limit + 1)
+            data = f.read(min(st.st_size, limit) + 1)  # not read(limit + 1): that allocates the whole cap
+            if len(data) > st.st_size:  # the file grew since fstat
+                data += f.read(limit + 1 - len(data))
         except OSError as exc:
             raise InputFileError(path, f"cannot read the {what} ({exc.strerror}).",
                                  "check the path and permissions.") from None

@@ -213,3 +213,154 @@ def test_bench_dask_missing_exit_2(monkeypatch, capsys, tmp_path):
     code, _ = run(["bench", "--families", "synthetic", "--K", "4", "--S", "2", "--executor", "dask",
                    "--out", str(tmp_path)])
     assert code == 2 and 'pip install "dask[distributed]"' in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- hostile input: exit 2, one line, no traceback
+JOBS_HEADER = "name,throughput_k80,throughput_p100,throughput_v100,batch,iterations\n"
+
+
+def _error_line(argv, capsys):
+    """Run ``main(argv)``; return its one-line error message (asserting exit 2, no traceback, nothing on stdout)."""
+    code, text = run(argv)
+    err = capsys.readouterr().err
+    assert code == 2 and text == "", (code, err)
+    assert err.startswith("hetplace: error: ") and err.count("\n") == 1 and "Traceback" not in err, err
+    return err
+
+
+def test_cli_csv_field_over_the_limit_exits_2(tmp_path, capsys):
+    j = tmp_path / "jobs.csv"
+    j.write_text(JOBS_HEADER + "a" * 200_000 + ",1,1,1,1,1\n")
+    err = _error_line(["place", "--cluster", CLUSTER, "--jobs", str(j)], capsys)
+    assert "jobs.csv, line 2, column 'name': a cell is longer than" in err and len(err) < 400
+
+
+def test_cli_huge_integer_in_cluster_toml_exits_2(tmp_path, capsys):
+    c = tmp_path / "c.toml"
+    c.write_text("[[types]]\nname = 'a'\ncount = " + "9" * 5000 + "\n")
+    assert "c.toml, line 3, key 'count'" in _error_line(["place", "--cluster", str(c), "--jobs", JOBS], capsys)
+
+
+def test_cli_huge_integer_in_job_csv_exits_2_with_a_short_message(tmp_path, capsys):
+    j = tmp_path / "jobs.csv"
+    j.write_text(JOBS_HEADER + "x,1,1,1," + "9" * 5000 + ",1\n")
+    err = _error_line(["place", "--cluster", CLUSTER, "--jobs", str(j)], capsys)
+    assert "line 2, column 'batch'" in err and "(5002 characters)" in err and len(err) < 400
+
+
+def test_cli_cluster_count_of_a_trillion_exits_2(tmp_path, capsys):
+    c = tmp_path / "c.toml"
+    c.write_text("[[types]]\nname = 'k80'\ncount = 1000000000000\n")
+    err = _error_line(["place", "--cluster", str(c), "--jobs", JOBS], capsys)
+    assert "sums to 1000000000000; at most 1000000 is supported" in err  # was MemoryError
+
+
+@pytest.mark.parametrize("flag", ["--cluster", "--gavel"])
+def test_cli_deeply_nested_file_exits_2(tmp_path, capsys, flag):
+    f = tmp_path / ("c.toml" if flag == "--cluster" else "t.json")
+    f.write_text("x = " + "[" * 100_000 + "]" * 100_000 + "\n" if flag == "--cluster" else "[" * 100_000 + "]" * 100_000)
+    argv = ["place", "--cluster", str(f), "--jobs", JOBS] if flag == "--cluster" else \
+        ["place", "--cluster", CLUSTER, "--jobs", JOBS, "--gavel", str(f)]
+    assert "deeper than Python's recursion limit" in _error_line(argv, capsys)  # was RecursionError
+
+
+@pytest.mark.parametrize("body, fragment", [
+    (b'{"k80": {"\xff": 1}}', "not UTF-8 text: byte 0xff at byte offset 10"),
+    (b'{"k80": {"(\'A\', 1)": {"null": 1' + b"0" * 5000 + b"}}}", "an integer of 5,001 digits"),
+    (b'{"k80": {"(\'A\', 1)": {"null": 1' + b"0" * 400 + b"}}}", "an integer of 401 digits"),
+])
+def test_cli_bad_gavel_json_exits_2(tmp_path, capsys, body, fragment):
+    g = tmp_path / "t.json"
+    g.write_bytes(body)
+    err = _error_line(["place", "--cluster", CLUSTER, "--jobs", JOBS, "--gavel", str(g)], capsys)
+    assert err.startswith("hetplace: error: --gavel: ") and fragment in err
+
+
+def test_cli_gavel_flag_pointing_at_a_directory_exits_2(tmp_path, capsys):
+    err = _error_line(["place", "--cluster", CLUSTER, "--jobs", JOBS, "--gavel", str(tmp_path)], capsys)
+    assert "the Gavel throughput file is a directory, not a regular file" in err  # was IsADirectoryError
+
+
+def test_cli_gavel_table_without_models_exits_2(tmp_path, capsys):
+    g = tmp_path / "t.json"
+    g.write_text('{"k80": {}, "p100": {}, "v100": {}}')
+    j = tmp_path / "jobs.csv"
+    j.write_text("name,model,batch,iterations\nx,Foo,1,1\n")
+    err = _error_line(["place", "--cluster", CLUSTER, "--jobs", str(j), "--gavel", str(g)], capsys)
+    assert "unknown model 'Foo'" in err  # was IndexError in the message's own code
+
+
+@pytest.mark.parametrize("flag", ["--cluster", "--jobs", "--gavel"])
+def test_cli_dev_zero_as_input_exits_2(capsys, flag):
+    if not Path("/dev/zero").exists():
+        pytest.skip("no /dev/zero")
+    argv = {"--cluster": ["--cluster", "/dev/zero", "--jobs", JOBS], "--jobs": ["--cluster", CLUSTER, "--jobs", "/dev/zero"],
+            "--gavel": ["--cluster", CLUSTER, "--jobs", JOBS, "--gavel", "/dev/zero"]}[flag]
+    assert "/dev/zero: " in _error_line(["place", *argv], capsys)  # was read until memory ran out
+
+
+@pytest.mark.parametrize("flag", ["--cluster", "--jobs", "--gavel"])
+def test_cli_fifo_as_input_exits_2_without_hanging(tmp_path, flag):
+    import os
+
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no named pipes here")
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    argv = {"--cluster": ["--cluster", str(fifo), "--jobs", JOBS], "--jobs": ["--cluster", CLUSTER, "--jobs", str(fifo)],
+            "--gavel": ["--cluster", CLUSTER, "--jobs", JOBS, "--gavel", str(fifo)]}[flag]
+    try:  # in a child process: the old reader blocks in open() for ever
+        proc = subprocess.run([sys.executable, "-m", "hetplace", "place", *argv], cwd=ROOT, capture_output=True,
+                              text=True, timeout=90)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"hetplace place {flag} FIFO hung")
+    assert proc.returncode == 2 and "is a named pipe (FIFO), not a regular file" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_cli_unreachable_dask_scheduler_exits_2_quickly(tmp_path):
+    import socket
+    import time
+
+    pytest.importorskip("distributed")
+    with socket.socket() as s:  # a port on this machine that nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    start = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "hetplace", "bench", "--families", "synthetic", "--K", "4", "--S", "2", "--seeds", "0",
+         "--executor", "dask", "--dask-address", f"tcp://127.0.0.1:{port}", "--no-progress", "--no-plots",
+         "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("hetplace: error: --dask-address: ") and "Traceback" not in proc.stderr
+    assert f"tcp://127.0.0.1:{port}" in proc.stderr
+    assert time.monotonic() - start < 60  # connect timeout of 5 s (was 30 s, then a traceback)
+
+
+def test_cli_os_error_of_any_kind_is_one_line_exit_2(monkeypatch, capsys):
+    import hetplace.io
+
+    def fail(*args, **kwargs):
+        raise PermissionError(13, "Permission denied", "/some/file")
+
+    monkeypatch.setattr(hetplace.io, "load_problem", fail)
+    err = _error_line(["place", "--cluster", CLUSTER, "--jobs", JOBS], capsys)
+    assert err == "hetplace: error: /some/file: Permission denied. Fix: check the path, its permissions and the free space.\n"
+
+
+def test_cli_output_to_a_closed_pipe_exits_quietly(tmp_path):
+    c = tmp_path / "c.toml"
+    c.write_text("[[types]]\nname = 'a'\ncount = 5000\n")  # ~300 KB of output: more than a pipe holds
+    j = tmp_path / "jobs.csv"
+    j.write_text("name,throughput_a,batch,iterations\n" + "".join(f"j{i},{1 + i % 7},256,{1000 + i}\n" for i in range(20)))
+    proc = subprocess.Popen([sys.executable, "-m", "hetplace", "place", "--cluster", str(c), "--jobs", str(j),
+                             "--method", "greedy"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = proc.stdout.readline()  # like `| head -1`: read one line, then close the pipe
+    proc.stdout.close()
+    try:
+        err = proc.stderr.read().decode()
+        code = proc.wait(timeout=120)
+    finally:
+        proc.kill()
+    assert first.startswith(b"Problem(")
+    assert err == "" and code == 1  # was a BrokenPipeError traceback

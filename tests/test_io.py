@@ -282,3 +282,308 @@ def test_no_toml_parser_says_how_to_install(monkeypatch):
     _block_import(monkeypatch, "tomllib", "tomli")
     with pytest.raises(MissingDependencyError, match="pip install tomli"):
         read_cluster(EXAMPLES / "cluster.toml")
+
+
+# ---------------------------------------------------------------- hostile input (regressions)
+JOBS_HEADER = "name,throughput_k80,throughput_p100,throughput_v100,batch,iterations\n"
+
+
+def _cluster():
+    return read_cluster(EXAMPLES / "cluster.toml")
+
+
+@pytest.mark.parametrize("reader", ["cluster", "jobs", "gavel"])
+def test_character_device_input_is_refused_before_reading(reader):
+    if not Path("/dev/zero").exists():
+        pytest.skip("no /dev/zero")
+    from hetplace.data import load_gavel
+
+    read = {"cluster": read_cluster, "jobs": lambda p: read_jobs(p, _cluster()), "gavel": load_gavel}[reader]
+    with pytest.raises(InvalidProblemError, match=r"/dev/zero: .* is a character device, not a regular file"):
+        read("/dev/zero")  # the old readers read /dev/zero until memory ran out
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("reader", ["cluster", "jobs", "gavel"])
+def test_fifo_input_is_refused_without_blocking(tmp_path, reader):
+    import os
+    import threading
+
+    from hetplace.data import load_gavel
+
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no named pipes here")
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    read = {"cluster": read_cluster, "jobs": lambda p: read_jobs(p, _cluster()), "gavel": load_gavel}[reader]
+    box = {}
+
+    def call():
+        try:
+            read(fifo)
+        except BaseException as exc:  # handed to the test thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=call, daemon=True)
+    worker.start()
+    worker.join(20)
+    if worker.is_alive():  # the old reader blocks in open() until a writer comes: unblock it, then fail
+        with open(fifo, "wb"):
+            pass
+        pytest.fail(f"reading a FIFO as the {reader} file blocked")
+    assert isinstance(box.get("error"), InvalidProblemError)
+    assert "is a named pipe (FIFO), not a regular file" in str(box["error"])
+
+
+def test_directory_input_is_refused_with_its_kind(tmp_path):
+    from hetplace.data import load_gavel
+
+    with pytest.raises(InputFileError, match="the cluster file is a directory"):
+        read_cluster(tmp_path)
+    with pytest.raises(InvalidProblemError, match="the Gavel throughput file is a directory"):
+        load_gavel(tmp_path)  # was IsADirectoryError
+
+
+def test_file_over_the_size_cap_is_refused_before_reading(tmp_path, monkeypatch):
+    import hetplace.io as hio
+
+    assert hio.MAX_FILE_BYTES == 64 * 2**20
+    f = tmp_path / "jobs.csv"
+    f.write_text(JOBS_HEADER + "a,1,1,1,1,1\n" * 100)
+    monkeypatch.setattr(hio, "MAX_FILE_BYTES", 1000)
+    with pytest.raises(InputFileError, match=r"the job file has 1,2\d\d bytes; at most 1,000 are read"):
+        read_jobs(f, _cluster())
+
+
+def test_non_utf8_byte_is_reported_with_offset_and_line(tmp_path):
+    f = tmp_path / "cluster.toml"
+    f.write_bytes(b'[cluster]\nbandwidth = "10Gbit/s"\n# caf\xe9\n')
+    with pytest.raises(InputFileError, match=r"line 3: the cluster file is not UTF-8 text: byte 0xe9 at byte offset 38"):
+        read_cluster(f)
+
+
+def test_csv_cell_over_the_field_limit_is_an_input_error(tmp_path):
+    import csv
+
+    f = tmp_path / "jobs.csv"
+    f.write_text(JOBS_HEADER + "x" * (csv.field_size_limit() + 10) + ",1,1,1,1,1\n")
+    with pytest.raises(InputFileError, match=r"line 2, column 'name': a cell is longer than") as info:
+        read_jobs(f, _cluster())  # was _csv.Error: field larger than field limit
+    assert len(str(info.value)) < 400
+
+
+def test_huge_integer_in_cluster_toml_names_line_and_key(tmp_path):
+    f = tmp_path / "cluster.toml"
+    f.write_text('[[types]]\nname = "k80"\ncount = ' + "9" * 5000 + "\n")
+    with pytest.raises(InputFileError, match=r"line 3, key 'count': an integer has more than \d+ digits"):
+        read_cluster(f)  # was ValueError: Exceeds the limit (4300 digits)
+
+
+def test_huge_integer_bandwidth_is_an_input_error(tmp_path):
+    f = tmp_path / "cluster.toml"
+    f.write_text("[cluster]\nbandwidth = 0x" + "f" * 300 + '\n[[types]]\nname = "a"\ncount = 1\n')
+    with pytest.raises(InputFileError, match="cluster.bandwidth: bandwidth must be a positive number"):
+        read_cluster(f)  # was OverflowError: int too large to convert to float
+
+
+@pytest.mark.parametrize("count", [10**12, 2 * 10**6, 2**64 + 1])
+def test_cluster_count_total_is_checked_before_building_anything(tmp_path, count):
+    import tracemalloc
+
+    f = tmp_path / "cluster.toml"
+    f.write_text(f'[[types]]\nname = "a"\ncount = {count}\n[[types]]\nname = "b"\ncount = 1\n')
+    tracemalloc.start()
+    try:
+        with pytest.raises(InputFileError, match=rf"types: .* sums to {count + 1}; at most 1000000 is supported"):
+            read_cluster(f)  # 10**12 was a MemoryError; 2e6 built a 16 MB list of speeds first
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2 * 2**20
+
+
+def test_deeply_nested_toml_is_an_input_error(tmp_path):
+    f = tmp_path / "cluster.toml"
+    f.write_text("x = " + "[" * 50_000 + "]" * 50_000 + "\n")
+    with pytest.raises(InputFileError, match="nests arrays or inline tables deeper than Python's recursion limit"):
+        read_cluster(f)  # was RecursionError
+
+
+def test_deeply_nested_gavel_json_is_an_input_error(tmp_path):
+    from hetplace.data import load_gavel
+
+    f = tmp_path / "t.json"
+    f.write_text('{"k80": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(InvalidProblemError, match="nests arrays or objects deeper than Python's recursion limit"):
+        load_gavel(f)  # was RecursionError
+
+
+def test_non_utf8_gavel_json_is_an_input_error(tmp_path):
+    from hetplace.data import load_gavel
+
+    f = tmp_path / "t.json"
+    f.write_bytes(b'{"k80": {"\xff": 1}}')
+    with pytest.raises(InvalidProblemError, match=r"not UTF-8 text: byte 0xff at byte offset 10"):
+        load_gavel(f)  # was UnicodeDecodeError
+
+
+@pytest.mark.parametrize("digits", [400, 5000])
+def test_huge_integer_in_gavel_json_is_an_input_error(tmp_path, digits):
+    from hetplace.data import load_gavel
+
+    f = tmp_path / "t.json"
+    f.write_text('{"k80": {\n"(\'A\', 1)": {"null": 1' + "0" * (digits - 1) + "}}}")
+    with pytest.raises(InvalidProblemError, match=rf"line 2: .* an integer of {digits:,} digits, beyond the range"):
+        load_gavel(f)  # 400 digits was OverflowError, 5000 ValueError
+
+
+def test_huge_gpu_count_in_gavel_key_is_a_malformed_key(tmp_path):
+    from hetplace.data import load_gavel
+
+    f = tmp_path / "t.json"
+    f.write_text('{"k80": {"(\'A\', ' + "9" * 5000 + ')": {"null": 1}}}')
+    with pytest.raises(InvalidProblemError, match="is not of the form") as info:
+        load_gavel(f)  # was ValueError from int()
+    assert len(str(info.value)) < 400
+
+
+def test_ordinary_large_integers_in_gavel_json_read_as_before(tmp_path):
+    from hetplace.data import load_gavel
+
+    f = tmp_path / "t.json"
+    f.write_text('{"k80": {"(\'A\', 1)": {"null": 123456789012345678901234567890}, "(\'B\', 1)": {"null": 7}}}')
+    t = load_gavel(f)
+    assert t.samples_per_second("A", "k80") == float(123456789012345678901234567890)
+    assert t.samples_per_second("B", "k80") == 7.0
+
+
+def test_gavel_table_without_models_gives_a_message_not_an_index_error(tmp_path):
+    g = tmp_path / "t.json"
+    g.write_text('{"k80": {}, "p100": {}, "v100": {}}')
+    f = tmp_path / "jobs.csv"
+    f.write_text("name,model,batch,iterations\nx,Foo,1,1\n")
+    with pytest.raises(InputFileError, match="line 2, column 'model': unknown model 'Foo'.*has no single-GPU"):
+        read_jobs(f, _cluster(), gavel=g)  # was IndexError: list index out of range
+
+
+def test_batch_beyond_int64_is_an_input_error(tmp_path):
+    f = tmp_path / "jobs.csv"
+    f.write_text(JOBS_HEADER + "a,1,1,1,1e19,10\n")
+    with pytest.raises(InputFileError, match=r"line 2, column 'batch': batch must be at most 2\*\*53"):
+        read_jobs(f, _cluster())  # was OverflowError: Python int too large to convert to C long
+
+
+@pytest.mark.parametrize("cells, column", [("a,1,1,1,2,1e31", "iterations"), ("a,1e-31,1,1,2,3", "throughput_k80"),
+                                           ("a,1,1,1,2,3,1e40", "grad_bytes")])
+def test_out_of_range_cell_names_line_and_column(tmp_path, cells, column):
+    f = tmp_path / "jobs.csv"
+    f.write_text(JOBS_HEADER.replace("\n", ",grad_bytes\n" if column == "grad_bytes" else "\n") + cells + "\n")
+    with pytest.raises(InputFileError, match=rf"line 2, column '{column}': .* outside the supported range"):
+        read_jobs(f, _cluster())  # was "the jobs cannot be placed ... add workers" from load_problem
+
+
+@pytest.mark.timeout(120)
+def test_long_quantity_cell_is_rejected_in_linear_time(tmp_path):
+    import time
+
+    f = tmp_path / "jobs.csv"
+    f.write_text(JOBS_HEADER.replace("\n", ",grad_bytes\n") + "a,1,1,1,2,3," + "9" * 100_000 + "!\n")
+    start = time.perf_counter()
+    with pytest.raises(InputFileError, match="is not a byte count"):
+        read_jobs(f, _cluster())
+    assert time.perf_counter() - start < 5  # the old pattern backtracked quadratically: minutes
+
+
+def test_reading_many_jobs_is_linear_in_their_number(tmp_path):
+    import time
+
+    spec = _cluster()
+
+    def seconds(S):
+        f = tmp_path / f"jobs{S}.csv"
+        f.write_text(JOBS_HEADER + "".join(f"job{i},1,2,3,4,5\n" for i in range(S)))
+        best = math.inf
+        for _ in range(2):
+            start = time.perf_counter()
+            assert len(read_jobs(f, spec)["job_names"]) == S
+            best = min(best, time.perf_counter() - start)
+        return best
+
+    small, large = seconds(2_000), seconds(20_000)
+    assert large < 40 * small + 0.5  # linear: ~10x; the O(S^2) name check made it ~100x
+
+
+def test_utf8_bom_in_job_csv_is_still_accepted(tmp_path):
+    f = tmp_path / "jobs.csv"
+    f.write_bytes(b"\xef\xbb\xbf" + (JOBS_HEADER + "a,1,1,1,2,3\n").encode())
+    assert read_jobs(f, _cluster())["job_names"] == ["a"]
+
+
+# ---------------------------------------------------------------- fuzzing (bounded)
+def _fuzz_examples():
+    import os
+
+    return int(os.environ.get("HETPLACE_FUZZ_EXAMPLES", "50"))
+
+
+def _fuzz_harness():
+    sys.path.insert(0, str(ROOT / "fuzz"))
+    try:
+        import fuzz_readers
+    finally:
+        sys.path.remove(str(ROOT / "fuzz"))
+    return fuzz_readers
+
+
+_TOKENS = [
+    "[[types]]\n", "[cluster]\n", "name = ", "count = ", "speeds = [", "]", "bandwidth = ", "gavel = ", '"',
+    "'", "\n", ",", "=", "{", "}", "[", "1", "0", "-1", "0.5", "1e999", "nan", "inf", "0x" + "f" * 40,
+    "9" * 4400, "k80", "p100", "v100", "\"10Gbit/s\"", "name,model,batch,iterations,grad_bytes\n",
+    "throughput_k80", ",batch", ",iterations", "100MB", "ResNet-50 (batch size 64)", '"null": ', "('", "', 1)",
+    "\xff", "\x00", "\ufeff", "#", "[" * 3000, "x" * 140_000, " ",
+]
+
+
+def _fuzz_inputs():
+    from hypothesis import strategies as st
+
+    fz = _fuzz_harness()
+    seeds = sorted((ROOT / "fuzz" / "seeds").iterdir())
+    seed_bytes = [s.read_bytes() for s in seeds]
+
+    @st.composite
+    def mutated(draw):
+        data = bytearray(draw(st.sampled_from(seed_bytes)))
+        for _ in range(draw(st.integers(0, 6))):
+            pos = draw(st.integers(1, max(1, len(data))))
+            op = draw(st.sampled_from(["insert", "delete", "replace", "token"]))
+            if op == "insert":
+                data[pos:pos] = draw(st.binary(min_size=1, max_size=8))
+            elif op == "delete":
+                del data[pos:pos + draw(st.integers(1, 16))]
+            elif op == "replace":
+                data[pos:pos + 1] = draw(st.binary(min_size=1, max_size=1))
+            else:
+                data[pos:pos] = draw(st.sampled_from(_TOKENS)).encode("utf-8", "surrogatepass")
+        return bytes(data)
+
+    soup = st.tuples(st.integers(0, len(fz.TARGETS) - 1), st.lists(st.sampled_from(_TOKENS), max_size=30)).map(
+        lambda t: bytes([t[0]]) + "".join(t[1]).encode("utf-8"))
+    raw = st.tuples(st.integers(0, len(fz.TARGETS) - 1), st.binary(max_size=400)).map(lambda t: bytes([t[0]]) + t[1])
+    return st.one_of(mutated(), soup, raw)
+
+
+def test_readers_return_a_result_or_a_hetplace_error_on_fuzzed_files(tmp_path_factory):
+    """Bounded run of fuzz/fuzz_readers.py's property (HETPLACE_FUZZ_EXAMPLES examples, default 50)."""
+    from hypothesis import HealthCheck, given, settings
+
+    fz = _fuzz_harness()
+    harness = fz.Harness(tmp_path_factory.mktemp("fuzz"))
+
+    @settings(max_examples=_fuzz_examples(), deadline=None, database=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(_fuzz_inputs())
+    def check(data):
+        fz.check_one(harness, data[0], data[1:])
+
+    check()
