@@ -25,6 +25,7 @@ import numbers
 
 import numpy as np
 
+from ._validation import REAL_MAX, REAL_MIN, as_real_array, exact_int_sum
 from .errors import (
     InvalidOptionError,
     InvalidPlacementError,
@@ -37,6 +38,8 @@ __all__ = [
     "FORMS",
     "BACKENDS",
     "MAX_ABS_VALUE",
+    "MARKET_RATE_RANGE",
+    "MARKET_COMM_MAX",
     "DEFAULT_MAX_ROUNDS",
     "MatchingResult",
     "MarketResult",
@@ -49,7 +52,19 @@ FORMS = ("price", "ordinal")
 BACKENDS = ("auto", "cython", "numba", "python")
 #: Largest accepted magnitude of an allowed value (rescale larger values:
 #: only differences matter to the price form, only the order to the ordinal one).
+#: Values are only compared, added and subtracted (no division), so tiny values,
+#: subnormal ones included, are exact IEEE arithmetic on every backend and need
+#: no lower bound; sums of K values below this bound cannot overflow.
 MAX_ABS_VALUE = 1e150
+#: Supported magnitudes of :func:`market_category`'s inputs, which are derived
+#: quantities of a :class:`~hetplace.Problem` (products of up to three inputs of
+#: the range ``REAL_MIN..REAL_MAX``): non-zero throughputs and works in
+#: ``[REAL_MIN**2, REAL_MAX**2]``, finite comm_time entries at most ``REAL_MAX**3``.
+#: Inside them every quantity of the market (``X_i**2``, the valuations
+#: ``work[i] / X_i**2 * rho[i, k]``, the JCTs) is a normal finite float on every
+#: backend, for any number of workers an array can hold.
+MARKET_RATE_RANGE = (1e-60, 1e60)
+MARKET_COMM_MAX = 1e90
 #: Default number of market solves per category (``max_rounds``).  The
 #: iteration usually stops earlier, when an assignment repeats.
 DEFAULT_MAX_ROUNDS = 8
@@ -190,16 +205,27 @@ def _kernels(backend):
 
 
 def _float_matrix(value, name, what):
-    if isinstance(value, (str, bytes)):
-        raise InvalidProblemTypeError(f"{name} must be numbers; got the string {value!r}. Pass {what}.")
+    """``value`` as a float64 copy; bools, complex numbers, strings and other objects are rejected."""
+    raw = as_real_array(value, name, what="numbers", shape_text=what, error=InvalidProblemTypeError)
     try:
-        arr = np.array(value, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise InvalidProblemTypeError(
-            f"{name} must be numbers; got {type(value).__name__} that numpy cannot convert "
-            f"to float ({exc}). Pass {what}."
+        return np.array(raw, dtype=np.float64)
+    except OverflowError:
+        raise InvalidProblemError(
+            f"{name} holds an integer too large for a float64 (the supported magnitude is "
+            f"{REAL_MIN:g}..{REAL_MAX:g}). Pass {what}, rescaled."
         ) from None
-    return arr
+
+
+def _check_magnitude(name, arr, lo, hi, fix):
+    """Raise unless every finite non-zero entry of ``arr`` has magnitude in [lo, hi]."""
+    a = np.abs(arr)
+    bad = np.isfinite(a) & (a != 0) & ((a < lo) | (a > hi))
+    if bad.any():
+        idx = tuple(int(t) for t in np.argwhere(bad)[0])
+        raise InvalidProblemError(
+            f"{name} must be 0 or of magnitude in [{lo:g}, {hi:g}] (the supported range); got "
+            f"{float(arr[idx])!r} at index {idx[0] if len(idx) == 1 else idx}. {fix}"
+        )
 
 
 def _values_iv(values, allowed):
@@ -262,40 +288,56 @@ def _values_iv(values, allowed):
 
 
 def _int_vector(value, name, n, fix):
+    """``value`` as a list of ``n`` exact Python ints (no int64 wrap-around on the way)."""
     if isinstance(value, (str, bytes)):
         raise InvalidProblemTypeError(f"{name} must be integers; got the string {value!r}. {fix}")
-    arr = np.asarray(value)
-    if arr.dtype == np.bool_ or not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError) as exc:
+        raise InvalidProblemTypeError(
+            f"{name} must be integers, shape ({n},); got {type(value).__name__} that numpy cannot "
+            f"turn into an array ({exc}). {fix}"
+        ) from None
+    if arr.dtype.kind not in "iufO":
         raise InvalidProblemTypeError(
             f"{name} must be integers, shape ({n},); got dtype {arr.dtype}. {fix}"
         )
+    # element rule of every real input: no bools (also inside a list), complex, None, ...
+    as_real_array(value, name, what=f"integers, shape ({n},)", error=InvalidProblemTypeError)
     if arr.shape != (n,):
         raise InvalidProblemError(f"{name} must have shape ({n},) (one entry per job); got shape {arr.shape}. {fix}")
-    if np.issubdtype(arr.dtype, np.floating):
+    if arr.dtype.kind == "O" and not all(isinstance(x, numbers.Integral) for x in arr.tolist()):
+        try:
+            arr = arr.astype(np.float64)
+        except OverflowError:
+            raise InvalidProblemError(f"{name} must be at most 2**53; got an integer too large for a float. {fix}") from None
+    if arr.dtype.kind == "f":
         bad = ~np.isfinite(arr) | (arr != np.round(arr))
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             raise InvalidProblemError(f"{name} must be whole numbers; got {float(arr[i])!r} for job {i}. {fix}")
         if np.abs(arr).max(initial=0) > 2**53:
             raise InvalidProblemError(f"{name} must be at most 2**53; got {np.abs(arr).max()!r}. {fix}")
-    return arr.astype(np.int64)
+    return [int(x) for x in arr.tolist()]
 
 
 def _capacities_iv(capacities, S, K):
     fix = f"Pass one non-negative integer per job with sum(capacities) <= n_workers = {K}."
     caps = _int_vector(capacities, "capacities", S, fix)
-    neg = np.flatnonzero(caps < 0)
-    if neg.size:
+    neg = [i for i, c in enumerate(caps) if c < 0]
+    if neg:
         raise InvalidProblemError(
-            f"capacities must be >= 0; got {int(caps[neg[0]])} for job {int(neg[0])}. {fix}"
+            f"capacities must be >= 0; got {caps[neg[0]]} for job {neg[0]}. {fix}"
         )
-    total = int(caps.sum())
+    # exact sum before any int64 arithmetic: every capacity is then <= K, so the
+    # kernels' offsets and workspace sizes cannot wrap
+    total = exact_int_sum(caps)
     if total > K:
         raise InvalidProblemError(
             f"sum(capacities) = {total} exceeds the number of workers K = {K} (columns of values); "
             "each worker takes at most one slot. Lower the capacities or add workers."
         )
-    return caps
+    return np.array(caps, dtype=np.int64)
 
 
 def _worker_rank_iv(worker_rank, mask):
@@ -351,8 +393,9 @@ def deferred_acceptance(values, capacities, form="price", allowed=None, worker_r
         forbidden pair (when ``allowed`` is not given).  At most
         :data:`MAX_ABS_VALUE` in magnitude.
     capacities : array_like of int, shape (S,)
-        Slots of each job (>= 0), ``sum(capacities) <= K``; the other workers
-        stay idle.
+        Slots of each job (>= 0), ``sum(capacities) <= K`` (summed exactly, so
+        huge capacities are rejected, never wrapped); the other workers stay
+        idle.
     form : {"price", "ordinal"}, default "price"
         ``"price"``: maximise the total value (welfare).  ``"ordinal"``:
         job-proposing Gale-Shapley, job-optimal and stable.
@@ -547,13 +590,13 @@ def is_stable(values, capacities, worker_job, worker_rank=None, allowed=None):
             f"worker_job must be an integer array of shape ({K},) (job per worker, -1 idle); "
             f"got shape {wj.shape} and dtype {wj.dtype}."
         )
-    wj = wj.astype(np.int64)
-    bad = np.flatnonzero((wj < -1) | (wj >= S))
+    bad = np.flatnonzero((wj < -1) | (wj >= S))  # on the given dtype: a uint64 must not wrap to -1
     if bad.size:
         k = int(bad[0])
         raise InvalidPlacementError(
             f"worker_job[{k}] = {int(wj[k])} is not a job index; use 0..{S - 1} or -1 for idle."
         )
+    wj = wj.astype(np.int64)
     busy = np.flatnonzero(wj >= 0)
     counts = np.bincount(wj[busy], minlength=S)
     over = np.flatnonzero(counts > caps)
@@ -603,6 +646,8 @@ def _market_iv(throughput, work, comm_time, sizes):
             f"throughput must be finite and >= 0; got {float(rho[i, k])!r} for job {i}, worker {k}. "
             "Use 0 for a worker the job cannot run on."
         )
+    lo, hi = MARKET_RATE_RANGE
+    _check_magnitude("throughput", rho, lo, hi, "Rescale the units (e.g. samples per hour instead of per second).")
     dead = np.flatnonzero(~(rho > 0).any(axis=1))
     if dead.size:
         i = int(dead[0])
@@ -619,28 +664,32 @@ def _market_iv(throughput, work, comm_time, sizes):
         raise InvalidProblemError(
             f"work must be finite and > 0 (samples still to process); got {float(w[i])!r} for job {i}."
         )
+    _check_magnitude("work", w, lo, hi, "Rescale the units (e.g. thousands of samples).")
     c = _float_matrix(comm_time, "comm_time", f"an array of shape ({S}, {K + 1})")
     if c.shape != (S, K + 1):
         raise InvalidProblemError(
             f"comm_time must have shape ({S}, {K + 1}) (job, number of workers 0..K); got shape {c.shape}. "
             "Problem.comm_time has the right layout."
         )
-    bad = ~np.isfinite(c) | (c < 0)
+    bad = np.isnan(c) | (c < 0) | (np.isfinite(c) & (c > MARKET_COMM_MAX))
     if bad.any():
         i, n = (int(t) for t in np.argwhere(bad)[0])
         raise InvalidProblemError(
-            f"comm_time must be finite and >= 0; got {float(c[i, n])!r} for job {i} on {n} workers."
+            f"comm_time must be >= 0 and at most {MARKET_COMM_MAX:g}, or +inf for a size the job "
+            f"cannot use (Problem.size_cost); got {float(c[i, n])!r} for job {i} on {n} workers."
         )
     fix = f"Pass one integer >= 1 per job with sum(sizes) <= n_workers = {K}."
     n = _int_vector(sizes, "sizes", S, fix)
-    low = np.flatnonzero(n < 1)
-    if low.size:
-        raise InvalidProblemError(f"sizes must be >= 1 (every job needs a worker); got {int(n[low[0]])} for job {int(low[0])}. {fix}")
-    if int(n.sum()) > K:
+    low = [i for i, x in enumerate(n) if x < 1]
+    if low:
+        raise InvalidProblemError(f"sizes must be >= 1 (every job needs a worker); got {n[low[0]]} for job {low[0]}. {fix}")
+    # exact sum before any int64 arithmetic (every size is then <= K)
+    total = exact_int_sum(n)
+    if total > K:
         raise InvalidProblemError(
-            f"sum(sizes) = {int(n.sum())} exceeds the number of workers K = {K}. {fix}"
+            f"sum(sizes) = {total} exceeds the number of workers K = {K}. {fix}"
         )
-    return np.ascontiguousarray(rho), np.ascontiguousarray(w), np.ascontiguousarray(c), n
+    return np.ascontiguousarray(rho), np.ascontiguousarray(w), np.ascontiguousarray(c), np.array(n, dtype=np.int64)
 
 
 def market_category(throughput, work, comm_time, sizes, form="price",
@@ -651,13 +700,18 @@ def market_category(throughput, work, comm_time, sizes, form="price",
     ----------
     throughput : array_like of float, shape (S, K)
         ``rho[i, k]``, samples/s of job i on worker k (0 = cannot run), e.g.
-        ``Problem.worker_throughput``.
+        ``Problem.worker_throughput``.  Non-zero entries of magnitude in
+        :data:`MARKET_RATE_RANGE` (1e-60..1e60).
     work : array_like of float, shape (S,)
-        ``w_i = iterations * batch`` (``Problem.work``).
+        ``w_i = iterations * batch`` (``Problem.work``), > 0, in
+        :data:`MARKET_RATE_RANGE`.
     comm_time : array_like of float, shape (S, K + 1)
-        Total communication time of job i on n workers (``Problem.comm_time``).
+        Total communication time of job i on n workers (``Problem.comm_time``),
+        >= 0; ``+inf`` marks a size the job cannot use (``Problem.size_cost``):
+        a category giving a job such a size scores ``total_jct = inf``.
     sizes : array_like of int, shape (S,)
-        The category: workers per job, each >= 1, ``sum(sizes) <= K``.
+        The category: workers per job, each >= 1, ``sum(sizes) <= K`` (the
+        sum is taken exactly, so huge sizes are rejected, never wrapped).
     form : {"price", "ordinal"}, default "price"
     max_rounds : int, default :data:`DEFAULT_MAX_ROUNDS` (8)
         Market solves at most.
@@ -666,6 +720,15 @@ def market_category(throughput, work, comm_time, sizes, form="price",
     Returns
     -------
     MarketResult
+
+    Raises
+    ------
+    InvalidProblemError, InvalidProblemTypeError
+        A bad throughput, work, comm_time or sizes (wrong shape, bool/complex/
+        string entries, NaN, negative, outside the supported range, sizes not
+        summing to at most K); the message names the entry and the fix.
+    InvalidOptionError
+        Unknown ``form`` or ``backend``, ``max_rounds`` outside [1, 10000].
 
     Notes
     -----

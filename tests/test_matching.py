@@ -413,8 +413,9 @@ def test_market_category_gavel_instances():
     instances = pytest.importorskip("instances")
     for seed in range(5):
         p = instances.gavel_problem(seed, 24, 5)
-        sizes = np.full(5, 4, dtype=np.int64)
-        outs = {b: market_category(p.worker_throughput, p.work, p.comm_time, sizes, backend=b) for b in BACKENDS}
+        # a job takes at most max_workers workers (its batch), so clip the sizes to it
+        sizes = np.minimum(np.full(5, 4, dtype=np.int64), p.max_workers)
+        outs = {b: market_category(p.worker_throughput, p.work, p.size_cost, sizes, backend=b) for b in BACKENDS}
         first = outs[BACKENDS[0]]
         for r in outs.values():
             assert r.worker_job.tolist() == first.worker_job.tolist() and r.total_jct == first.total_jct
@@ -512,7 +513,7 @@ C = np.zeros((2, 4))
         (dict(work=[10.0, 0.0]), InvalidProblemError, r"work must be finite and > 0 .*got 0.0 for job 1"),
         (dict(work=[10.0]), InvalidProblemError, r"work must have shape \(2,\)"),
         (dict(comm_time=np.zeros((2, 3))), InvalidProblemError, r"comm_time must have shape \(2, 4\) .*got shape \(2, 3\)"),
-        (dict(comm_time=np.full((2, 4), np.nan)), InvalidProblemError, r"comm_time must be finite and >= 0; got nan for job 0 on 0 workers"),
+        (dict(comm_time=np.full((2, 4), np.nan)), InvalidProblemError, r"comm_time must be >= 0 and at most 1e\+90, or \+inf .*; got nan for job 0 on 0 workers"),
         (dict(sizes=[0, 1]), InvalidProblemError, r"sizes must be >= 1 \(every job needs a worker\); got 0 for job 0"),
         (dict(sizes=[2, 2]), InvalidProblemError, r"sum\(sizes\) = 4 exceeds the number of workers K = 3"),
         (dict(form="x"), InvalidOptionError, r"form='x' is not valid"),
@@ -551,3 +552,157 @@ def test_result_repr_and_fields():
     assert r.backend in ("cython", "numba")
     m = market_category(RHO, W, C, [1, 1])
     assert "MarketResult(form='price'" in repr(m) and math.isfinite(m.total_jct)
+
+
+# ----------------------------------------------------------------------------
+# (8) hostile numbers: no overflow, no wrap-around, every backend agrees
+# ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("values, caps", [
+    (np.tile([[1.0], [5.0], [1.0], [1.0], [1.0]], (1, 6)), [2**40, 2**62, 2**62, 2**62, 2**62 - 2**40 + 1]),
+    (np.ones((3, 6)), [2**63 - 1, 2**63 - 1, 3]),
+    (np.ones((2, 6)), np.array([2**63, 2**63], dtype=np.uint64)),
+    (np.ones((2, 6)), np.array([2**64, 1], dtype=object)),
+])
+def test_capacities_summing_past_int64_are_rejected(backend, values, caps):
+    # the int64 sum used to wrap to <= K: a segfault (numba, cython) or "optimal" after
+    # writing outside the workspace
+    with pytest.raises(InvalidProblemError, match=r"sum\(capacities\) = \d{19,} exceeds the number of workers K = 6"):
+        deferred_acceptance(values, caps, backend=backend)
+    with pytest.raises(InvalidProblemError, match=r"sum\(capacities\) = \d{19,} exceeds"):
+        is_stable(values, caps, -np.ones(6, dtype=np.int64))
+
+
+def test_capacities_sum_is_exact():
+    # one huge capacity and a negative one do not cancel out
+    with pytest.raises(InvalidProblemError, match=r"capacities must be >= 0; got -9223372036854775808 for job 1"):
+        deferred_acceptance(np.ones((2, 3)), np.array([2**63 - 1, -2**63], dtype=object))
+    r = deferred_acceptance(np.ones((2, 3)), np.array([2, 1], dtype=np.uint64))
+    assert r.status == "optimal" and np.bincount(r.worker_job, minlength=2).tolist() == [2, 1]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_sizes_summing_past_int64_are_rejected(backend):
+    # numba raised ZeroDivisionError, cython returned a garbage category
+    rho, work, comm = np.ones((3, 6)), np.ones(3), np.zeros((3, 7))
+    for sizes in ([2**63 - 1, 2**63 - 1, 3], np.array([2**63, 2**63, 1], dtype=np.uint64)):
+        with pytest.raises(InvalidProblemError, match=r"sum\(sizes\) = \d{19,} exceeds the number of workers K = 6"):
+            market_category(rho, work, comm, sizes, backend=backend)
+
+
+@pytest.mark.parametrize("caps, error, match", [
+    ([True, 1], InvalidProblemTypeError, r"capacities must be integers.*got a bool, True at index 0"),
+    (np.array([1, 0], dtype=bool), InvalidProblemTypeError, r"capacities must be integers, shape \(2,\); got dtype bool"),
+    ([1 + 0j, 1], InvalidProblemTypeError, r"capacities must be integers, shape \(2,\); got dtype complex128"),
+    (np.array([1, None], dtype=object), InvalidProblemTypeError, r"capacities must be integers.*got None at index 1"),
+    ([[1, 1]], InvalidProblemError, r"capacities must have shape \(2,\)"),
+    (np.array([1.0, 2.0**60], dtype=object), InvalidProblemError, r"capacities must be at most 2\*\*53"),
+])
+def test_capacities_bad_types_are_rejected(caps, error, match):
+    with pytest.raises(error, match=match):
+        deferred_acceptance(np.ones((2, 3)), caps)
+
+
+@pytest.mark.parametrize("values, error, match", [
+    ([[1.0, 1j]], InvalidProblemTypeError, r"values must be numbers .*complex number, 1j at index \(0, 1\)"),
+    (np.array([[1.0, 2.0 + 1j]]), InvalidProblemTypeError, r"values must be numbers .*complex"),
+    ([[1.0, True]], InvalidProblemTypeError, r"values must be numbers .*a bool, True at index \(0, 1\)"),
+    ([["1.5", "2"]], InvalidProblemTypeError, r"values must be numbers .*a string"),
+    (np.array([[1.0, None]], dtype=object), InvalidProblemTypeError, r"values must be numbers .*got None"),
+    (np.array([[10**400, 1]], dtype=object), InvalidProblemError, r"values holds an integer too large for a float64"),
+])
+def test_values_bad_elements_are_rejected(values, error, match):
+    # complex values used to lose their imaginary part silently; True became 1.0
+    with pytest.raises(error, match=match):
+        deferred_acceptance(values, [1])
+
+
+def test_is_stable_uint64_worker_job_does_not_wrap_to_idle():
+    V = np.array([[1.0, 2.0, 3.0]])
+    with pytest.raises(InvalidPlacementError, match=r"worker_job\[0\] = 18446744073709551615 is not a job index"):
+        is_stable(V, [1], np.array([2**64 - 1, 0, 2**64 - 1], dtype=np.uint64))
+    assert is_stable(V, [1], np.array([2**64 - 1, 0, 2**64 - 1], dtype=np.uint64).view(np.int64)) is False  # int64 -1, 0, -1
+
+
+def _all_backends(call):
+    outs = {b: call(b) for b in BACKENDS}
+    first = outs[BACKENDS[0]]
+    return first, outs
+
+
+@pytest.mark.parametrize("scale", [5e-324, 1e-310, 1e-300, 1e-150, 1.0, 1e150])
+def test_deferred_acceptance_extreme_values_agree_across_backends(scale):
+    rng = np.random.default_rng(int(-math.log10(scale) + 400))
+    for t in range(20):
+        S, K = int(rng.integers(1, 5)), int(rng.integers(4, 10))
+        V = np.round(rng.random((S, K)) * 8) / 8 * scale if t % 2 else rng.random((S, K)) * scale
+        if t % 3 == 0:
+            V = np.where(rng.random((S, K)) < 0.4, V * (1e-150 if scale > 1 else 1e150), V)
+        caps = rng.multinomial(int(rng.integers(0, K + 1)), np.ones(S) / S)
+        for form in ("price", "ordinal"):
+            first, outs = _all_backends(lambda b: deferred_acceptance(V, caps, form=form, backend=b))
+            for r in outs.values():
+                assert r.worker_job.tolist() == first.worker_job.tolist()
+                assert (r.status, r.welfare, r.rounds, r.bids) == (first.status, first.welfare, first.rounds, first.bids)
+                assert np.array_equal(r.job_prices, first.job_prices, equal_nan=True) if form == "price" else True
+            assert first.status == "optimal"
+            assert math.isfinite(first.welfare)
+            if form == "ordinal":
+                assert is_stable(V, caps, first.worker_job)
+
+
+@pytest.mark.parametrize("rho_scale, work_scale, comm_scale", [
+    (1e-60, 1e60, 1e90), (1e60, 1e-60, 0.0), (1e-60, 1e-60, 1e-300), (1e60, 1e60, 1e90), (1.0, 1.0, 1.0),
+])
+def test_market_category_edge_reals_agree_across_backends(rho_scale, work_scale, comm_scale):
+    # numba raised ZeroDivisionError (X_i**2 underflowed to 0) where cython returned inf
+    rng = np.random.default_rng(3)
+    for t in range(10):
+        S, K = int(rng.integers(1, 4)), int(rng.integers(4, 9))
+        rho = np.clip(rng.random((S, K)) * rho_scale, rho_scale, None) if t % 2 else np.full((S, K), rho_scale)
+        rho[:, 1:] *= rng.random((S, K - 1)) < 0.7
+        work = np.full(S, work_scale)
+        comm = np.minimum(np.cumsum(rng.random((S, K + 1)), axis=1) * comm_scale, 1e90)
+        sizes = 1 + rng.multinomial(K - S - int(rng.integers(0, K - S + 1)), np.ones(S) / S)
+        for form in ("price", "ordinal"):
+            first, outs = _all_backends(lambda b: market_category(rho, work, comm, sizes, form=form, backend=b))
+            for r in outs.values():
+                assert r.worker_job.tolist() == first.worker_job.tolist()
+                assert (r.total_jct, r.filled, r.rounds, r.bids) == (first.total_jct, first.filled, first.rounds, first.bids)
+            assert not math.isnan(first.total_jct)
+            assert math.isfinite(first.total_jct) or not first.filled
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(throughput=[[1e-300, 1.0, 1.0], [1.0, 1.0, 1.0]]), r"throughput must be 0 or of magnitude in \[1e-60, 1e\+60\] .*got 1e-300 at index \(0, 0\)"),
+    (dict(throughput=[[1.0, 1e61, 1.0], [1.0, 1.0, 1.0]]), r"throughput must be 0 or of magnitude .*got 1e\+61 at index \(0, 1\)"),
+    (dict(work=[1e-61, 1.0]), r"work must be 0 or of magnitude in \[1e-60, 1e\+60\] .*got 1e-61 at index 0"),
+    (dict(work=[1.0, 1e300]), r"work must be .*got 1e\+300 at index 1"),
+    (dict(comm_time=np.full((2, 4), 1e91)), r"comm_time must be >= 0 and at most 1e\+90.*got 1e\+91"),
+    (dict(comm_time=np.full((2, 4), -np.inf)), r"comm_time must be >= 0.*got -inf"),
+])
+def test_market_category_out_of_range_reals_are_rejected(kwargs, match):
+    args = dict(throughput=np.ones((2, 3)), work=np.ones(2), comm_time=np.zeros((2, 4)), sizes=[1, 1])
+    args.update(kwargs)
+    for b in BACKENDS:
+        with pytest.raises(InvalidProblemError, match=match):
+            market_category(**args, backend=b)
+
+
+def test_market_category_inf_comm_time_scores_inf():
+    # Problem.size_cost: +inf for sizes above max_workers (a job's batch)
+    p = Problem(throughput=[[100.0, 50.0], [80.0, 40.0]], type_counts=[3, 3], batch=[2, 64],
+                iterations=[100, 100], grad_bytes=[1e8, 1e8], bandwidth=1e9)
+    assert p.max_workers.tolist() == [2, 6]
+    args = (p.worker_throughput, p.work, p.size_cost)
+    for form in ("price", "ordinal"):
+        over, outs = _all_backends(lambda b: market_category(*args, [3, 2], form=form, backend=b))
+        assert all(r.total_jct == math.inf and r.worker_job.tolist() == over.worker_job.tolist() for r in outs.values())
+        ok, outs = _all_backends(lambda b: market_category(*args, [2, 3], form=form, backend=b))
+        assert all(r.total_jct == ok.total_jct for r in outs.values())
+        assert math.isfinite(ok.total_jct) and ok.filled
+        same = market_category(p.worker_throughput, p.work, p.comm_time, [2, 3], form=form)
+        assert same.total_jct == ok.total_jct and same.worker_job.tolist() == ok.worker_job.tolist()
+        assert ok.total_jct == pytest.approx(evaluate(p, ok.worker_job).mean_jct * 2, rel=1e-12)
