@@ -219,6 +219,11 @@ def load_gavel(path: "str | os.PathLike[str] | None" = None) -> GavelTable:
             steps[gpu] = table
     if not steps:
         raise InvalidProblemError(f"{path} has no consolidated GPU types.")
+    if not any(steps.values()):  # every use (samples_per_second, instances, model cells) needs one
+        raise InvalidProblemError(
+            f"{path} has no single-GPU measurement (a key \"('<model>', 1)\") of any consolidated GPU type; "
+            "pass a Gavel-format throughputs.json that has them."
+        )
     return GavelTable(path, steps, multi)
 
 

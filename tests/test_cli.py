@@ -287,7 +287,16 @@ def test_cli_gavel_table_without_models_exits_2(tmp_path, capsys):
     j = tmp_path / "jobs.csv"
     j.write_text("name,model,batch,iterations\nx,Foo,1,1\n")
     err = _error_line(["place", "--cluster", CLUSTER, "--jobs", str(j), "--gavel", str(g)], capsys)
-    assert "unknown model 'Foo'" in err  # was IndexError in the message's own code
+    assert "has no single-GPU measurement" in err  # was IndexError in the unknown-model message's own code
+
+
+def test_bench_gavel_table_without_models_exits_2(tmp_path, capsys):
+    g = tmp_path / "t.json"
+    g.write_text('{"k80": {"(\'A\', 2)": {"null": 1.0}}}')
+    err = _error_line(["bench", "--families", "gavel", "--K", "4", "--S", "2", "--seeds", "0", "--methods", "greedy",
+                       "--executor", "serial", "--no-progress", "--no-plots", "--gavel", str(g),
+                       "--out", str(tmp_path / "b")], capsys)
+    assert "has no single-GPU measurement" in err  # was ValueError: high <= 0 in the instance generator
 
 
 @pytest.mark.parametrize("flag", ["--cluster", "--jobs", "--gavel"])

@@ -458,12 +458,17 @@ def test_ordinary_large_integers_in_gavel_json_read_as_before(tmp_path):
 
 
 def test_gavel_table_without_models_gives_a_message_not_an_index_error(tmp_path):
+    from hetplace.data import GavelTable, load_gavel
+
     g = tmp_path / "t.json"
-    g.write_text('{"k80": {}, "p100": {}, "v100": {}}')
+    g.write_text('{"k80": {}, "p100": {"(\'A\', 2)": {"null": 1.0}}, "v100": {}}')
+    with pytest.raises(InvalidProblemError, match="has no single-GPU measurement"):
+        load_gavel(g)
     f = tmp_path / "jobs.csv"
     f.write_text("name,model,batch,iterations\nx,Foo,1,1\n")
+    empty = GavelTable(g, {"k80": {}, "p100": {}, "v100": {}}, {})
     with pytest.raises(InputFileError, match="line 2, column 'model': unknown model 'Foo'.*has no single-GPU"):
-        read_jobs(f, _cluster(), gavel=g)  # was IndexError: list index out of range
+        read_jobs(f, _cluster(), gavel=empty)  # was IndexError: list index out of range
 
 
 def test_batch_beyond_int64_is_an_input_error(tmp_path):
