@@ -84,7 +84,7 @@ def test_place_help_names_the_shipped_examples(capsys):
     from hetplace.cli import main
 
     assert main(["place", "--help"]) == 0
-    text = " ".join(capsys.readouterr().out.split())  # argparse wraps lines
+    text = "".join(capsys.readouterr().out.split())  # argparse wraps lines, also after a path's hyphens
     assert str(example_path("cluster.toml")) in text and "example_path(" in text
 
 
