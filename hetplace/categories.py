@@ -56,6 +56,9 @@ __all__ = [
     "sample_categories",
     "DEFAULT_SPREAD",
     "WEIGHTED_OVERSAMPLE",
+    "COUNT_BITS_MAX",
+    "RANK_WORK_MAX",
+    "MEMORY_MAX",
 ]
 
 #: Default ``spread`` of ``sample_categories(method="weighted")``: the RMS
@@ -70,6 +73,21 @@ WEIGHTED_OVERSAMPLE = 8
 RESERVOIR_TABLE_MAX = 1 << 24
 #: Default ``limit`` of :func:`enumerate_categories` (categories).
 ENUMERATE_LIMIT = 1_000_000
+#: Exact big-integer counts (:func:`count_categories`, and the counts behind
+#: :func:`rank_category` and :func:`unrank_category`) are computed only up to
+#: ``2**COUNT_BITS_MAX`` categories (a 524,288-bit integer, 157,827 decimal
+#: digits; e.g. K = 10**6 workers with up to 118,246 jobs).  Beyond it
+#: ``math.comb`` takes seconds to hours; the samplers never need such counts.
+COUNT_BITS_MAX = 1 << 19
+#: :func:`rank_category` and :func:`unrank_category` evaluate O(S) resp.
+#: O(S log K) binomials of up to ``log2(count)`` bits: they accept
+#: ``n_jobs * log2(count) <= RANK_WORK_MAX`` (e.g. K=16384, S=1024 uses 5.7e6).
+RANK_WORK_MAX = 1 << 23
+#: Largest memory, in bytes, :func:`sample_categories` and
+#: :func:`enumerate_categories` may allocate: the int64 result (rows x n_jobs x
+#: 8 bytes) plus the sampler's scratch (hash set of drawn categories, sort copy).
+#: 16 GiB, i.e. 2**31 int64 entries.
+MEMORY_MAX = 1 << 34
 
 _INT64_MAX = (1 << 63) - 1
 _MAX_WORKERS = 1 << 62
@@ -179,6 +197,63 @@ def _count(K, S, exact):
     return math.comb(K - 1, S - 1) if exact else math.comb(K, S)
 
 
+def _log2_count(K, S, exact):
+    """log2 of the number of categories, from ``lgamma`` (no big integers; never below the truth by more than rounding)."""
+    n, k = (K - 1, S - 1) if exact else (K, S)
+    r = min(k, n - k)
+    if r <= 0:
+        return 0.0
+    if n < 1 << 53:
+        nats = math.lgamma(n + 1) - math.lgamma(r + 1) - math.lgamma(n - r + 1)
+    else:  # lgamma(n + 1) would lose every digit of the difference: log C(n, r) <= r log n - log r!
+        nats = r * math.log(n) - math.lgamma(r + 1)
+    return max(nats, 0.0) / math.log(2)
+
+
+def _count_capped(K, S, exact, cap):
+    """The number of categories if it is at most ``cap``, else ``cap + 1``.
+
+    Multiplies out ``C(n - r + i, i)`` for i = 1..r (each an exact integer,
+    increasing, and at least ``2**i``), stopping once above ``cap``: O(min(r,
+    log2 cap)) steps however large K and S are.
+    """
+    n, k = (K - 1, S - 1) if exact else (K, S)
+    r = min(k, n - k)
+    c = 1
+    for i in range(1, r + 1):
+        c = c * (n - r + i) // i
+        if c > cap:
+            return cap + 1
+    return c
+
+
+def _check_count_bits(K, S, exact, work=None):
+    """Refuse exact big-integer combinatorics beyond :data:`COUNT_BITS_MAX` (and :data:`RANK_WORK_MAX`)."""
+    bits = _log2_count(K, S, exact)
+    if bits > COUNT_BITS_MAX:
+        raise InvalidProblemError(
+            f"n_workers={K}, n_jobs={S} (exact={exact}) has about 2**{bits:.4g} categories; exact "
+            f"counts, ranks and unranks are supported up to 2**{COUNT_BITS_MAX} categories "
+            f"(COUNT_BITS_MAX). Use fewer jobs or workers; sample_categories draws from any "
+            "number of categories without counting them."
+        )
+    if work is not None and S * bits > RANK_WORK_MAX:
+        raise InvalidProblemError(
+            f"{work} with n_workers={K}, n_jobs={S} (exact={exact}) needs {S} binomials of about "
+            f"{bits:.0f} bits; n_jobs * log2(count) = {S * bits:.4g} exceeds the supported "
+            f"{RANK_WORK_MAX} (RANK_WORK_MAX). Use fewer jobs or workers."
+        )
+    return bits
+
+
+def _check_memory(nbytes, what, fix):
+    if nbytes > MEMORY_MAX:
+        raise InvalidOptionError(
+            f"{what} needs about {nbytes / 2**30:.4g} GiB ({nbytes} bytes); at most "
+            f"{MEMORY_MAX} bytes ({MEMORY_MAX / 2**30:g} GiB, MEMORY_MAX) are supported. {fix}"
+        )
+
+
 @functools.lru_cache(maxsize=64)
 def _binomial_table(K, S, exact):
     """int64 table ``binom[j, d] = C(j + d, j)``, shape (parts, K - S + 1), saturated.
@@ -246,6 +321,14 @@ def count_categories(n_workers, n_jobs, exact=True):
     int
         The exact count (may exceed 2**63).
 
+    Raises
+    ------
+    InvalidProblemError
+        Bad K or S, or a count above ``2**COUNT_BITS_MAX`` (see
+        :data:`COUNT_BITS_MAX`; estimated from ``lgamma`` before any big-integer
+        arithmetic, so e.g. ``count_categories(10**30, 10**15)`` is refused at
+        once instead of running for ever).
+
     Examples
     --------
     >>> count_categories(64, 8)
@@ -254,7 +337,9 @@ def count_categories(n_workers, n_jobs, exact=True):
     6
     """
     K, S = _check_dims(n_workers, n_jobs, cap=False)
-    return _count(K, S, _check_exact(exact))
+    exact = _check_exact(exact)
+    _check_count_bits(K, S, exact)
+    return _count(K, S, exact)
 
 
 def _check_sizes(sizes, K, exact):
@@ -316,6 +401,12 @@ def rank_category(sizes, n_workers, exact=True):
     int
         Rank in ``[0, count_categories(K, S, exact))`` (exact Python int).
 
+    Raises
+    ------
+    InvalidProblemError, InvalidProblemTypeError
+        Bad sizes or K; more than ``2**COUNT_BITS_MAX`` categories, or
+        ``S * log2(count) > RANK_WORK_MAX`` (see :data:`RANK_WORK_MAX`).
+
     Notes
     -----
     A category of ``exact=True`` is a composition of K into S positive parts
@@ -340,6 +431,7 @@ def rank_category(sizes, n_workers, exact=True):
     K, _ = _check_dims(n_workers, None, cap=False)
     exact = _check_exact(exact)
     vals = _check_sizes(sizes, K, exact)
+    _check_count_bits(K, len(vals), exact, work="rank_category")
     return _categories_py.rank_category(vals, K, len(vals), exact, _ExactBinomial())
 
 
@@ -360,6 +452,14 @@ def unrank_category(rank, n_workers, n_jobs, exact=True):
     numpy.ndarray of int64, shape (S,)
         The job sizes.
 
+    Raises
+    ------
+    InvalidProblemError
+        Bad K or S; more than ``2**COUNT_BITS_MAX`` categories, or
+        ``S * log2(count) > RANK_WORK_MAX``.
+    InvalidOptionError
+        ``rank`` outside ``[0, count)``.
+
     Notes
     -----
     Part by part, the largest first part whose preceding block of ranks fits
@@ -374,6 +474,7 @@ def unrank_category(rank, n_workers, n_jobs, exact=True):
     """
     K, S = _check_dims(n_workers, n_jobs)
     exact = _check_exact(exact)
+    _check_count_bits(K, S, exact, work="unrank_category")
     C = _count(K, S, exact)
     if not _is_int(rank) or not 0 <= int(rank) < C:
         raise InvalidOptionError(
@@ -408,7 +509,8 @@ def enumerate_categories(n_workers, n_jobs, exact=True, backend="auto", limit=EN
     backend : {"auto", "python", "numba", "cython"}, default "auto"
         Kernel implementation ("auto": Cython if built, else Numba).
     limit : int, default 1_000_000
-        Refuse (``InvalidOptionError``) when there are more categories than this.
+        Refuse (``InvalidOptionError``) when there are more categories than
+        this, or when the result (C x S x 8 bytes) exceeds :data:`MEMORY_MAX`.
 
     Returns
     -------
@@ -430,13 +532,16 @@ def enumerate_categories(n_workers, n_jobs, exact=True, backend="auto", limit=EN
     exact = _check_exact(exact)
     limit = _check_positive_int(limit, "limit", "Pass the largest number of rows you accept.")
     _, mod = _backend(backend)
-    C = _count(K, S, exact)
+    C = _count_capped(K, S, exact, limit)
     if C > limit:
+        counted = f"{_count(K, S, exact)}" if _log2_count(K, S, exact) < 64 else f"about 2**{_log2_count(K, S, exact):.4g}"
         raise InvalidOptionError(
-            f"n_workers={K}, n_jobs={S} (exact={exact}) has {C} categories, more than "
+            f"n_workers={K}, n_jobs={S} (exact={exact}) has {counted} categories, more than "
             f"limit={limit}. Draw a subset with sample_categories({K}, {S}, n_samples) "
             "instead, or raise limit."
         )
+    _check_memory(8 * C * S, f"enumerate_categories({K}, {S}) ({C} rows of {S} int64)",
+                  "Use fewer jobs, or draw a subset with sample_categories.")
     return _enumerate(mod, K, S, exact, C)
 
 
@@ -532,7 +637,8 @@ def sample_categories(n_workers, n_jobs, n_samples, seed=None, exact=False, meth
         K and S, ``1 <= S <= K <= 2**62``.
     n_samples : int
         N >= 1.  Fewer rows are returned only when there are fewer categories
-        than N: then all of them.
+        than N: then all of them.  The result and the sampler's scratch must
+        fit in :data:`MEMORY_MAX` bytes (16 GiB: about ``2**31 / n_jobs`` rows).
     seed : int in [0, 2**64) or None
         Seed of the counter-based generator.  ``None`` takes 64 bits of fresh
         OS entropy (``numpy.random.SeedSequence().entropy``): not reproducible,
@@ -550,6 +656,14 @@ def sample_categories(n_workers, n_jobs, n_samples, seed=None, exact=False, meth
         Typical relative deviation of a job's size from the centre (see Notes).
     backend : {"auto", "python", "numba", "cython"}, default "auto"
         Kernel implementation; all give identical results.
+
+    Raises
+    ------
+    InvalidProblemError, InvalidProblemTypeError
+        Bad K or S (``1 <= S <= K <= 2**62``), or centre.
+    InvalidOptionError
+        Bad n_samples, seed, exact, method, spread or backend; a result plus
+        scratch above :data:`MEMORY_MAX` bytes (checked before allocating).
 
     Returns
     -------
@@ -628,11 +742,32 @@ def sample_categories(n_workers, n_jobs, n_samples, seed=None, exact=False, meth
             )
         spread = float(spread)
     name, mod = _backend(backend)
-    C = _count(K, S, exact)
+    # the exact count only when it is below 2**63 (the samplers compare it with N,
+    # 8 N and 2**63 - 1 only): never big-integer combinatorics on huge K and S
+    C = _count_capped(K, S, exact, _INT64_MAX)
+    _check_memory(_sample_bytes(N, C, K, S, exact, method),
+                  f"sample_categories({K}, {S}, n_samples={N}, method={method!r})",
+                  "Draw fewer samples (n_samples) or use fewer jobs.")
     if method == "uniform":
         return _sample_uniform(name, mod, seed, C, N, K, S, exact)
     c, base = _check_centre(centre, K, S, exact)
     return _sample_weighted(name, mod, seed, C, N, K, S, exact, c, base, spread)
+
+
+def _sample_bytes(N, C, K, S, exact, method):
+    """Bytes :func:`sample_categories` allocates: result, sort copy and scratch (an upper estimate)."""
+    rows = min(N, C)
+    out = 8 * rows * S
+    if method == "uniform":
+        if N >= C:
+            return out
+        parts = S if exact else S + 1
+        table = 8 * parts * (K - S + 1) if parts * (K - S + 1) <= RESERVOIR_TABLE_MAX else 0
+        return 2 * out + 8 * (4 * N + 4) + 8 * N + table + 64 * (S + 16)
+    M = WEIGHTED_OVERSAMPLE * N
+    if C <= M:
+        return 8 * C * S + out + 32 * rows
+    return 2 * out + 8 * (4 * (M + N) + 4) + 40 * N + 16 * S + 64 * (S + 16)
 
 
 def _sample_uniform(name, mod, seed, C, N, K, S, exact):

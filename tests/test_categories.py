@@ -659,3 +659,91 @@ def test_missing_cython_backend_message(monkeypatch):
     with pytest.raises(MissingDependencyError, match=r"build_ext --inplace.*backend='numba'"):
         cat._backend("cython")
     assert cat._backend("auto")[0] == "numba"
+
+
+# -----------------------------------------------------------------------------
+# Hostile sizes: no hang, no giant allocation, no wrap-around
+# -----------------------------------------------------------------------------
+
+
+def test_capped_count_is_the_count_or_cap_plus_one():
+    for K in (1, 2, 7, 40, 200, 3000):
+        for S in sorted({min(s, K) for s in (1, 2, 3, K // 2, K - 1, K)} - {0}):
+            for exact in (True, False):
+                C = count_categories(K, S, exact)
+                for cap in (0, 1, 5, 1000, 2**63 - 1):
+                    assert cat._count_capped(K, S, exact, cap) == (C if C <= cap else cap + 1)
+                assert abs(cat._log2_count(K, S, exact) - math.log2(C)) < 1e-6 * max(1.0, math.log2(C))
+
+
+@pytest.mark.timeout(30)
+def test_count_categories_huge_is_refused_at_once():
+    # math.comb(10**30 - 1, 10**15 - 1) would run for ever
+    with pytest.raises(InvalidProblemError, match=r"about 2\*\*5\.127e\+16 categories; exact counts.*"
+                                                  r"up to 2\*\*524288 categories \(COUNT_BITS_MAX\)"):
+        count_categories(10**30, 10**15)
+    with pytest.raises(InvalidProblemError, match=r"COUNT_BITS_MAX"):
+        count_categories(2**62, 2**40, exact=False)
+
+
+@pytest.mark.timeout(60)
+def test_count_categories_bit_limit_boundary():
+    K = 2**62
+    S = 10468  # the largest n_jobs whose count has at most 2**COUNT_BITS_MAX categories
+    assert cat._log2_count(K, S, True) <= cat.COUNT_BITS_MAX < cat._log2_count(K, S + 1, True)
+    C = count_categories(K, S)
+    assert cat.COUNT_BITS_MAX - 32 <= C.bit_length() <= cat.COUNT_BITS_MAX + 1
+    with pytest.raises(InvalidProblemError, match="COUNT_BITS_MAX"):
+        count_categories(K, S + 1)
+
+
+@pytest.mark.timeout(60)
+def test_rank_and_unrank_work_limit():
+    K, S = 2**20, 4096  # 4096 binomials of ~38,700 bits: unrank took 66 s
+    with pytest.raises(InvalidProblemError, match=r"unrank_category .* exceeds the supported 8388608 \(RANK_WORK_MAX\)"):
+        unrank_category(0, K, S, exact=False)
+    with pytest.raises(InvalidProblemError, match=r"rank_category .*RANK_WORK_MAX"):
+        rank_category([1] * (S - 1) + [K - S + 1], K)
+    with pytest.raises(InvalidProblemError, match="COUNT_BITS_MAX"):
+        rank_category([10**30] * 20000, 2 * 10**34, exact=False)
+    # below the limits: still exact
+    assert rank_category(unrank_category(12345, 2**62, 64), 2**62) == 12345
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_sample_categories_huge_workers_and_jobs_does_not_hang(backend):
+    # math.comb(2**62, 2**40) hung before the sampler could refuse the 8 TiB result
+    with pytest.raises(InvalidOptionError, match=r"sample_categories\(4611686018427387904, 1099511627776, "
+                                                 r"n_samples=1, .* GiB .*MEMORY_MAX"):
+        sample_categories(2**62, 2**40, 1, seed=0, backend=backend)
+    # huge K with a few jobs is fine (direct method), whatever the count
+    got = sample_categories(2**62, 3, 4, seed=1, backend=backend)
+    _check_valid(got, 2**62, 3, False)
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("method", ["uniform", "weighted"])
+def test_sample_categories_giant_output_is_refused_before_allocating(method):
+    # 10**9 x 10 int64 = 74.5 GiB used to be allocated (and then written)
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(InvalidOptionError, match=r"needs about \d+(\.\d+)? GiB .* at most 17179869184 bytes "
+                                                     r"\(16 GiB, MEMORY_MAX\).*Draw fewer samples"):
+            sample_categories(10**6, 10, 10**9, seed=0, method=method)
+        assert tracemalloc.get_traced_memory()[1] < 2**26
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.timeout(30)
+def test_enumerate_categories_memory_and_huge_counts_are_refused():
+    # 999,999 rows of 999,999 sizes is within the default limit but needs 7.3 TiB
+    with pytest.raises(InvalidOptionError, match=r"enumerate_categories\(1000000, 999999\) .*MEMORY_MAX"):
+        enumerate_categories(10**6, 10**6 - 1)
+    with pytest.raises(InvalidOptionError, match=r"has about 2\*\*.* categories, more than limit=1000000"):
+        enumerate_categories(2**62, 2**40)
+    with pytest.raises(InvalidOptionError, match=r"has 4851 categories, more than limit=10\."):
+        enumerate_categories(100, 3, limit=10)
