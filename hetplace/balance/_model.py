@@ -1,4 +1,4 @@
-"""Time models, equal-finish allocation and largest-remainder rounding (MODEL.md section 5).
+"""Time models, equal-finish allocation and largest-remainder rounding (docs/model.md §6.2).
 
 Every worker follows the piecewise-linear time model
 
@@ -14,9 +14,12 @@ layer (:class:`~hetplace.balance.LoadBalancer`, :func:`~hetplace.balance.simulat
 validates.  :func:`largest_remainder` is public and validates its own input.
 """
 
+import heapq
+
 import numpy as np
 
-from ..errors import InvalidOptionError, InvalidProblemError, InvalidProblemTypeError
+from .._validation import COUNT_MAX, exact_int_sum
+from ..errors import InvalidOptionError, InvalidProblemError, InvalidProblemTypeError, SolverError
 
 __all__ = [
     "largest_remainder",
@@ -47,41 +50,75 @@ def step_time(b, speed, knee=0.0, offset=0.0):
     return np.where(speed > 0, num / safe, np.inf)
 
 
-def _level(speed, offset, lo, hi, total):
-    """Smallest ``T`` with ``sum_i clip(speed_i T - offset_i, lo_i, hi_i) >= total``.
-
-    The sum is piecewise linear and non-decreasing in ``T`` with breakpoints
-    ``(lo_i + offset_i) / speed_i`` and ``(hi_i + offset_i) / speed_i``;
-    evaluate it at every breakpoint, pick the bracketing pair and solve the
-    linear piece exactly.  Workers with ``speed_i == 0`` stay at ``lo_i``.
-    """
-    live = speed > 0
-    sp = np.where(live, speed, 1.0)
-    with np.errstate(over="ignore"):
-        b1 = ((lo + offset) / sp)[live]
-        b2 = ((hi + offset) / sp)[live]
-    bp = np.concatenate((b1, b2))
-    bp = np.unique(bp[np.isfinite(bp)])
-    if bp.size == 0:
-        return 0.0
-    vals = np.clip(np.where(live, speed, 0.0)[None, :] * bp[:, None] - offset[None, :],
-                   lo[None, :], hi[None, :]).sum(axis=1)
-    k = int(np.searchsorted(vals, total - 1e-9 * max(1.0, total), side="left"))
-    if k == 0:
-        return float(bp[0])
-    if k < bp.size:
-        t0, t1, f0, f1 = bp[k - 1], bp[k], vals[k - 1], vals[k]
-        return float(t0 + (t1 - t0) * (total - f0) / (f1 - f0)) if f1 > f0 else float(t1)
-    # beyond the last breakpoint only uncapped workers still grow
-    slope = np.where(live & ~np.isfinite(hi), speed, 0.0).sum()
-    t0, f0 = bp[-1], vals[-1]
-    return float(t0 + (total - f0) / slope) if slope > 0 else float(t0)
-
-
 def _fill_to(speed, offset, lo, hi, total):
-    """``clip(speed T - offset, lo, hi)`` at the level ``T`` that sums to ``total``."""
-    T = _level(speed, offset, lo, hi, total)
-    b = np.clip(speed * T - offset, lo, hi)
+    """``b_i = clip(speed_i T - offset_i, lo_i, hi_i)`` at the level ``T`` where ``sum(b) = total``.
+
+    Returns ``(b, T)``.  Requires ``sum(lo) <= total <= sum(hi)``.
+
+    The sum is piecewise linear and non-decreasing in ``T``, with breakpoints
+    ``(lo_i + offset_i) / speed_i`` (worker ``i`` leaves its floor) and
+    ``(hi_i + offset_i) / speed_i`` (it reaches its cap).  The breakpoints are
+    sorted in log space (speeds may span 1e-300..1e300: their quotients
+    overflow, their logs do not) and the bracketing piece is found by
+    bisection, each probe one O(n) pass, so the whole is O(n log n) in time
+    and O(n) in memory.  On that piece the workers split into fixed ones
+    (floor or cap) and free ones, and the free ones take the rest exactly:
+    ``b_i = (R + sum_F offset) * speed_i / sum_F speed - offset_i`` with
+    ``R = total - sum(fixed)``; the ratio of speeds never overflows.
+    Workers with ``speed_i == 0`` stay at ``lo_i`` unless every worker with a
+    speed is capped, then the rest is split equally among them (water
+    filling with equal weights: the limit of vanishing equal speeds).
+    """
+    n = speed.size
+    live = speed > 0
+    b = lo.astype(np.float64).copy()
+    if not live.any():
+        if n == 0 or total <= b.sum():
+            return b, 0.0
+        return _fill_to(np.ones(n), np.zeros(n), lo, hi, total)[0], np.inf
+    li = np.flatnonzero(live)
+    v, o, l, h = speed[li], offset[li], lo[li], hi[li]
+    lv = np.log(v)
+    with np.errstate(divide="ignore"):
+        enter = np.log(l + o) - lv  # -inf when the floor and the offset are 0: free from the start
+        leave = np.log(h + o) - lv  # +inf for an uncapped worker
+    bp = np.concatenate((enter, leave))
+    bp = np.unique(bp[np.isfinite(bp)])
+    rest = float(total) - float(b[~live].sum())
+    goal = rest - 1e-9 * max(1.0, float(total))
+
+    def filled(beta):  # sum over live workers at log-level beta
+        with np.errstate(over="ignore"):
+            return float(np.clip(np.exp(beta + lv) - o, l, h).sum())
+
+    k_lo, k_hi = 0, bp.size
+    while k_lo < k_hi:  # smallest k with filled(bp[k]) >= goal
+        mid = (k_lo + k_hi) // 2
+        if filled(bp[mid]) >= goal:
+            k_hi = mid
+        else:
+            k_lo = mid + 1
+    k = k_lo
+    left = bp[k - 1] if k > 0 else -np.inf
+    right = bp[k] if k < bp.size else np.inf
+    free = (enter <= left) & (leave >= right)
+    at_hi = leave <= left  # the rest (not free, not capped) sit at their floor
+    bl = np.where(at_hi, h, l)
+    R = rest - float(bl[~free].sum())
+    if free.any():
+        w = v[free]
+        w = w / w.max()
+        share = R + float(o[free].sum())
+        bl[free] = np.clip(share * (w / w.sum()) - o[free], l[free], h[free])
+        with np.errstate(over="ignore", divide="ignore"):
+            T = float(share / w.sum() / v[free].max())
+    else:
+        T = float(np.exp(right if np.isfinite(right) else left))
+    b[li] = bl
+    if not free.any() and k == bp.size and R > 1e-9 * max(1.0, float(total)) and (~live).any():
+        dead = np.flatnonzero(~live)  # every live worker is capped: the dead take the rest
+        b[dead] = _fill_to(np.ones(dead.size), np.zeros(dead.size), lo[dead], hi[dead],
+                           R + float(lo[dead].sum()))[0]
     return b, T
 
 
@@ -109,7 +146,7 @@ def equal_finish(speed, total, lo, hi, knee=0.0, offset=0.0):
     -----
     With ``b_i(T) = clip(speed_i T - offset_i, lo_i, hi_i)`` the capacity
     ``sum_i b_i(T)`` is piecewise linear and non-decreasing in ``T``; the
-    equal-finish point of MODEL.md section 5 is where it reaches ``total``,
+    equal-finish point of docs/model.md §6.2 is where it reaches ``total``,
     found exactly from the sorted breakpoints.  A knee does not change this
     allocation: below the knee time is flat, so the optimum is
     ``max(T, max_i t_i(lo_i))`` and every worker meets it.
@@ -122,29 +159,48 @@ def equal_finish(speed, total, lo, hi, knee=0.0, offset=0.0):
     return b, T
 
 
+def _remainder_order(frac, descending, tol):
+    """Indices by remainder (largest first if ``descending``), near-equal ones by index.
+
+    Remainders closer than ``tol`` (1e-9, or the float resolution of the
+    quotas when that is coarser) are equal: exact ties such as 0.5 / 0.5
+    computed from different quotas differ in the last bits, and the lower
+    index must win them whatever the rounding.
+    """
+    key = -frac if descending else frac
+    order = np.argsort(key, kind="stable")
+    ks = key[order]
+    group = np.concatenate(([0], np.cumsum(np.diff(ks) > tol)))
+    return order[np.lexsort((order, group))]
+
+
 def _round_feasible(x, total, lo, hi):
-    """Largest-remainder rounding of a feasible continuous ``x`` (int64 bounds, no checks)."""
-    base = np.clip(np.floor(x + 1e-9).astype(np.int64), lo, hi)
+    """Largest-remainder rounding of a feasible continuous ``x`` (int64 bounds <= total, no checks)."""
+    base = np.clip(np.floor(x + 1e-9), lo, hi).astype(np.int64)
     frac = x - base
-    left = int(total - base.sum())
-    idx = np.arange(x.size)
+    tol = max(1e-9, 64.0 * np.finfo(np.float64).eps * float(np.max(np.abs(x), initial=0.0)))
+    left = int(total) - int(base.sum())
     if left > 0:
-        order = np.lexsort((idx, -frac))  # largest remainder first, ties to the lower index
+        order = _remainder_order(frac, True, tol)  # largest remainder first, ties to the lower index
         order = order[base[order] < hi[order]]
         base[order[:left]] += 1
-        left = int(total - base.sum())
+        left = int(total) - int(base.sum())
         while left > 0:  # only after extreme float error: fill any room left
             room = np.flatnonzero(base < hi)
+            if room.size == 0:
+                raise SolverError(f"internal: no room for {left} samples under the caps (please report).")
             take = min(left, room.size)
             base[room[:take]] += 1
             left -= take
     elif left < 0:
-        order = np.lexsort((idx, frac))  # smallest remainder gives back first
+        order = _remainder_order(frac, False, tol)  # smallest remainder gives back first
         order = order[base[order] > lo[order]]
         base[order[:-left]] -= 1
-        left = int(total - base.sum())
+        left = int(total) - int(base.sum())
         while left < 0:
             room = np.flatnonzero(base > lo)
+            if room.size == 0:
+                raise SolverError(f"internal: {-left} samples above the floors (please report).")
             take = min(-left, room.size)
             base[room[:take]] -= 1
             left += take
@@ -152,18 +208,26 @@ def _round_feasible(x, total, lo, hi):
 
 
 def _project_proportional(x, total, lo, hi):
-    """Scale ``x`` by one factor and clip to [lo, hi] so that it sums to ``total``."""
+    """Scale ``x`` by one factor and clip to [lo, hi] so that it sums to ``total``.
+
+    ``x`` may span 1e-300..1e300: :func:`_fill_to` works with log breakpoints
+    and ratios of weights, never with their products.
+    """
     x = np.maximum(x, 0.0)
     if not np.any(x > 0):
         x = np.ones_like(x)
-    x = x / x.max()  # scale-free: keeps the breakpoints finite
     b, _ = _fill_to(x, np.zeros_like(x), lo, hi, total)
     return b
 
 
-def _int_bounds(lo, hi):
-    """int64 versions of float bounds (inf caps become a huge integer)."""
-    return lo.astype(np.int64), np.where(np.isfinite(hi), hi, 2.0**62).astype(np.int64)
+def _int_bounds(lo, hi, total):
+    """int64 versions of float bounds; caps above ``total`` (or inf) become ``total``.
+
+    A share never exceeds the total, so this changes no result and keeps every
+    value (and every sum of two) far inside int64.
+    """
+    hi = np.where(np.isfinite(hi), np.minimum(hi, float(total)), float(total))
+    return lo.astype(np.int64), hi.astype(np.int64)
 
 
 def round_to_batch(x, total, lo, hi):
@@ -174,6 +238,7 @@ def round_to_batch(x, total, lo, hi):
     x : ndarray of float64, shape (n,)
         Non-negative target (proportional weights or a continuous batch).
     total : int
+        At most ``COUNT_MAX`` (validated by the caller).
     lo, hi : ndarray of float64, shape (n,)
         Feasible bounds (``hi`` may hold inf).
 
@@ -182,27 +247,33 @@ def round_to_batch(x, total, lo, hi):
     ndarray of int64, shape (n,)
     """
     y = _project_proportional(x, total, lo, hi)
-    ilo, ihi = _int_bounds(lo, hi)
+    ilo, ihi = _int_bounds(lo, hi, total)
     return _round_feasible(y, total, ilo, ihi)
 
 
 def _bounds_iv(n, total, lower, upper):
-    """Validate the bounds of :func:`largest_remainder`; return float64 arrays."""
-    try:
-        lo = np.broadcast_to(np.asarray(lower, dtype=np.float64), (n,))
-        hi = np.broadcast_to(np.asarray(upper, dtype=np.float64), (n,))
-    except (TypeError, ValueError):
-        raise InvalidProblemTypeError(
-            f"lower and upper must be numbers, one for all or one per worker ({n}); "
-            f"got lower={lower!r}, upper={upper!r}."
-        ) from None
-    if np.any(~np.isfinite(lo)) or np.any(lo != np.round(lo)) or np.any(lo < 0):
+    """Validate the bounds of :func:`largest_remainder`; return float64 arrays (caps clipped to total)."""
+    lo = _float_array_iv(lower, "lower", "a whole number of samples", scalar_ok=True)
+    hi = _float_array_iv(upper, "upper", "a whole number of samples or inf", scalar_ok=True)
+    for name, arr in (("lower", lo), ("upper", hi)):
+        if arr.ndim > 1 or (arr.ndim == 1 and arr.shape != (n,)):
+            raise InvalidProblemError(
+                f"{name} must be one number for all workers or one per worker, shape ({n},); got shape {arr.shape}."
+            )
+    lo = np.array(np.broadcast_to(lo, (n,)))
+    hi = np.array(np.broadcast_to(hi, (n,)))
+    bad = ~np.isfinite(lo) | (lo != np.round(lo)) | (lo < 0) | (lo > total)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
         raise InvalidProblemError(
-            f"lower must hold non-negative whole numbers; got {lo.tolist()}. Pass the minimum batch as an integer."
+            f"lower must hold whole numbers in [0, total = {total}]; got {float(lo[i])!r} at index {i}. "
+            "Pass the minimum batch as an integer."
         )
-    if np.any(np.isnan(hi)) or np.any((hi != np.round(hi)) & np.isfinite(hi)):
+    bad = np.isnan(hi) | ((hi != np.round(hi)) & np.isfinite(hi))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
         raise InvalidProblemError(
-            f"upper must hold whole numbers or inf; got {hi.tolist()}. Pass memory caps in samples."
+            f"upper must hold whole numbers or inf; got {float(hi[i])!r} at index {i}. Pass memory caps in samples."
         )
     if np.any(hi < lo):
         i = int(np.flatnonzero(hi < lo)[0])
@@ -210,32 +281,63 @@ def _bounds_iv(n, total, lower, upper):
             f"upper[{i}] = {hi[i]:g} is below lower[{i}] = {lo[i]:g}: every cap must allow the "
             "minimum batch. Raise the cap or lower the minimum."
         )
-    if lo.sum() > total:
+    hi = np.minimum(hi, float(total))  # a share never exceeds the total: exact integers from here on
+    lo_sum = exact_int_sum(lo.astype(np.int64))
+    if lo_sum > total:
         raise InvalidProblemError(
-            f"total = {total} cannot give every worker its minimum: sum(lower) = {lo.sum():g}. "
+            f"total = {total} cannot give every worker its minimum: sum(lower) = {lo_sum}. "
             "Lower the minimum batch or raise the total."
         )
-    if hi.sum() < total:
+    hi_sum = exact_int_sum(hi.astype(np.int64))
+    if hi_sum < total:
         raise InvalidProblemError(
-            f"total = {total} does not fit under the caps: sum(upper) = {hi.sum():g}. "
+            f"total = {total} does not fit under the caps: sum(upper) = {hi_sum}. "
             "Raise the caps, add workers or lower the total."
         )
-    return np.array(lo), np.array(hi)
+    return lo, hi
 
 
-def _float_array_iv(value, name, what):
-    """``value`` as a float64 array, or a clear error naming ``name`` (one ``what`` per worker)."""
+def _float_array_iv(value, name, what, scalar_ok=False):
+    """``value`` as a float64 array, or a clear error naming ``name`` (one ``what`` per worker).
+
+    Rejects strings, bools, complex numbers and anything numpy cannot turn
+    into real numbers (numpy would silently read ``True`` as 1 and drop an
+    imaginary part).  NaN, inf and ranges are the caller's to check.
+    """
+    per = "" if scalar_ok else ", one per worker"
     if isinstance(value, (str, bytes)):
-        raise InvalidProblemTypeError(f"{name} must be {what}, one per worker; got the string {value!r}.")
+        raise InvalidProblemTypeError(f"{name} must be {what}{per}; got the string {value!r}.")
     try:
-        return np.asarray(value, dtype=np.float64)
+        raw = np.asarray(value)
     except (TypeError, ValueError):
+        raw = None
+    kind = None if raw is None else raw.dtype.kind
+    if kind in ("b", "c", "U", "S", "M", "m", "V") or (kind == "O" and _has_bad_item(raw)) \
+            or (isinstance(value, (list, tuple)) and _has_bool(value)):
+        got = {"b": "booleans", "c": "complex numbers", "U": "strings", "S": "strings"}.get(kind, f"dtype {raw.dtype}")
+        raise InvalidProblemTypeError(f"{name} must be {what}{per} (real numbers); got {got}: {value!r:.80}.")
+    try:
+        return np.asarray(raw if raw is not None else value, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
         raise InvalidProblemTypeError(
-            f"{name} must be {what}, one per worker; got {type(value).__name__} that numpy cannot convert."
+            f"{name} must be {what}{per}; got {type(value).__name__} that numpy cannot convert to real numbers."
         ) from None
 
 
-def largest_remainder(x, total, lower=1, upper=np.inf):
+def _has_bool(seq):
+    """True if a (nested) list or tuple holds a bool (numpy reads it as 0 or 1 without a word)."""
+    return any(isinstance(v, (bool, np.bool_)) or (isinstance(v, (list, tuple)) and _has_bool(v)) for v in seq)
+
+
+def _has_bad_item(arr):
+    """True if an object array holds a bool, complex or string (numpy converts those silently or late)."""
+    return any(isinstance(v, (bool, np.bool_, complex, np.complexfloating, str, bytes)) for v in arr.ravel().tolist())
+
+
+def largest_remainder(
+    x: "np.typing.ArrayLike", total: int, lower: "np.typing.ArrayLike" = 1,
+    upper: "np.typing.ArrayLike" = np.inf,
+) -> np.ndarray:
     """Integer shares proportional to ``x`` that sum to ``total`` within bounds.
 
     Parameters
@@ -244,11 +346,12 @@ def largest_remainder(x, total, lower=1, upper=np.inf):
         Non-negative weights (predicted speeds, or a continuous target batch);
         only their ratios matter.  All zeros means equal shares.
     total : int
-        The exact sum of the shares (the global batch B).
+        The exact sum of the shares (the global batch B), in [0, 2**53].
     lower : int or array_like of int, shape (n,), default 1
         Minimum share of every worker (``min_batch``).
     upper : int, inf or array_like, shape (n,), default inf
-        Maximum share of every worker (its memory cap in samples).
+        Maximum share of every worker (its memory cap in samples); caps
+        above ``total`` bind nothing and may be as large as you like.
 
     Returns
     -------
@@ -262,16 +365,22 @@ def largest_remainder(x, total, lower=1, upper=np.inf):
         ``sum(upper) < total``), a bound is not a whole number, or ``x`` has
         negative or non-finite entries.
     InvalidProblemTypeError, InvalidOptionError
-        For non-numeric ``x`` or bounds, or a ``total`` that is not a
-        non-negative integer.
+        For non-numeric ``x`` or bounds (strings, bools, complex numbers), or
+        a ``total`` that is not an integer in [0, 2**53].
 
     Notes
     -----
-    The continuous quota ``clip(s * x, lower, upper)`` is found by bisection
-    on the common factor ``s`` (water filling: a capped worker's excess goes
-    to the others in proportion), then Hamilton's largest-remainder method:
-    floors, and one extra sample to the largest fractional parts (ties to the
-    lower index) among workers still below their cap.
+    The continuous quota ``clip(s * x, lower, upper)`` (water filling: a
+    capped worker's excess goes to the others in proportion) is found
+    exactly from the sorted breakpoints ``lower_i / x_i`` and ``upper_i / x_i``,
+    taken in log space so that weights may span 1e-300..1e300; then
+    Hamilton's largest-remainder method: floors, and one extra sample to the
+    largest fractional parts among workers still below their cap.
+    Remainders within 1e-9 of each other count as equal and go to the lower
+    index (an exact tie must not be decided by rounding).  Zero weights get
+    their ``lower`` bound, unless every positive weight is capped: then
+    the rest is split equally among the zero weights.  O(n log n) time,
+    O(n) memory.
 
     Examples
     --------
@@ -288,8 +397,10 @@ def largest_remainder(x, total, lower=1, upper=np.inf):
     if np.any(~np.isfinite(w)) or np.any(w < 0):
         i = int(np.flatnonzero(~np.isfinite(w) | (w < 0))[0])
         raise InvalidProblemError(f"x must be finite and >= 0; got {float(w[i])!r} at index {i}.")
-    if isinstance(total, bool) or not isinstance(total, (int, np.integer)) or total < 0:
-        raise InvalidOptionError(f"total must be a non-negative integer; got {total!r}.")
+    if isinstance(total, (bool, np.bool_)) or not isinstance(total, (int, np.integer)) or not 0 <= total <= COUNT_MAX:
+        raise InvalidOptionError(
+            f"total must be an integer in [0, {COUNT_MAX}] (2**53, the supported range); got {total!r}."
+        )
     lo, hi = _bounds_iv(w.size, int(total), lower, upper)
     return round_to_batch(w, int(total), lo, hi)
 
@@ -319,25 +430,43 @@ def optimal_integer_allocation(speed, total, lo, hi, knee=0.0, offset=0.0):
     missing samples (fewer than n) one at a time to the worker whose next
     sample finishes earliest, or take a surplus back from the latest finisher
     above ``lo`` (which never raises the maximum).  Times are non-decreasing
-    in ``b``, so the greedy reaches the least integer maximum.
+    in ``b``, so the greedy reaches the least integer maximum.  A heap keeps
+    every worker's next finish time: O(n log n) in all.
     """
     speed = np.asarray(speed, dtype=np.float64)
     n = speed.size
     knee = np.broadcast_to(np.asarray(knee, dtype=np.float64), (n,))
     offset = np.broadcast_to(np.asarray(offset, dtype=np.float64), (n,))
+    hi = np.minimum(hi, total)  # a share never exceeds the total
     lo_f, hi_f = lo.astype(np.float64), hi.astype(np.float64)
-    hi_f = np.where(hi >= 2**62, np.inf, hi_f)
     _, Tc = _fill_to(speed, offset, lo_f, hi_f, total)
-    cap = np.floor(speed * Tc * (1.0 + 1e-12) - offset + 1e-9)
-    b = np.clip(cap, lo_f, hi_f).astype(np.int64)
-    left = int(total - b.sum())
-    while left > 0:  # one sample at a time to the earliest next finish
-        nxt = np.where(b < hi, step_time(b + 1, speed, knee, offset), np.inf)
-        b[int(np.argmin(nxt))] += 1
-        left -= 1
-    while left < 0:  # surplus (flat regime): drop from the latest finisher above lo
-        cur = np.where(b > lo, step_time(b, speed, knee, offset), -np.inf)
-        b[int(np.argmax(cur))] -= 1
-        left += 1
+    with np.errstate(over="ignore", invalid="ignore"):
+        cap = np.floor(speed * Tc * (1.0 + 1e-12) - offset + 1e-9)
+    b = np.clip(np.nan_to_num(cap, nan=0.0), lo_f, hi_f).astype(np.int64)
+    left = int(total) - int(b.sum())
+
+    def time_of(i, size):  # the same element-wise arithmetic as the vectorised step_time
+        return float(step_time(np.array([size]), speed[i:i + 1], knee[i:i + 1], offset[i:i + 1])[0])
+
+    if left > 0:  # one sample at a time to the earliest next finish (ties: lowest index)
+        nxt = step_time(b + 1, speed, knee, offset)
+        heap = [(float(nxt[i]), int(i)) for i in np.flatnonzero(b < hi)]
+        heapq.heapify(heap)
+        while left > 0:
+            _, i = heapq.heappop(heap)
+            b[i] += 1
+            left -= 1
+            if b[i] < hi[i]:
+                heapq.heappush(heap, (time_of(i, b[i] + 1), i))
+    elif left < 0:  # surplus (flat regime): drop from the latest finisher above lo
+        cur = step_time(b, speed, knee, offset)
+        heap = [(-float(cur[i]), int(i)) for i in np.flatnonzero(b > lo)]
+        heapq.heapify(heap)
+        while left < 0:
+            _, i = heapq.heappop(heap)
+            b[i] -= 1
+            left += 1
+            if b[i] > lo[i]:
+                heapq.heappush(heap, (-time_of(i, b[i]), i))
     T = float(np.max(step_time(b, speed, knee, offset)))
     return b, T
