@@ -1,4 +1,4 @@
-"""SMP: sampling-based multi-job placement (MODEL.md section 2).
+"""SMP: sampling-based multi-job placement (docs/model.md §3).
 
 Pipeline of one decision:
 
@@ -6,7 +6,7 @@ Pipeline of one decision:
    ``sum n_i <= K``, so idle workers are allowed) drawn by
    :func:`hetplace.sample_categories`, uniformly over all categories (default)
    or weighted around a centre (:func:`centre_sizes`, the fractional
-   relaxation over GPU types solved by Frank-Wolfe **(ours)**; MODEL.md 1.4's
+   relaxation over GPU types solved by Frank-Wolfe **(ours)**; docs/model.md §2.4's
    ``X_i ~ sqrt(w_i)`` is its one-type special case).
 2. **Market.**  Every category goes through the deferred-acceptance market
    with linearised, iterated valuations ``v[i,k] = w_i rho[i,k] / X_i^2``
@@ -43,7 +43,7 @@ import numpy as np
 from ._validation import check_choice, check_positive_int
 from .errors import InvalidOptionError
 
-__all__ = ["smp_place", "SMP_DEFAULTS", "BACKENDS", "centre_sizes", "worker_classes", "class_modes"]
+__all__ = ["smp_place", "SMP_DEFAULTS", "BACKENDS", "centre_sizes", "fit_sizes", "worker_classes", "class_modes"]
 
 BACKENDS = ("auto", "cython", "numba", "python")
 
@@ -99,10 +99,62 @@ def centre_sizes(problem, iterations=60):
     return np.maximum(y.sum(axis=1), 1.0)
 
 
-def _cython_available():
+def fit_sizes(cats, max_workers):
+    """Categories made feasible for per-job size limits, keeping their total.
+
+    A job never takes more workers than ``max_workers`` (its batch's samples,
+    :attr:`Problem.max_workers`).  Rows of ``cats`` (``(N, S)`` job sizes) that
+    exceed a limit are clipped to it, and the clipped workers go to the jobs
+    that still have room, in proportion to their sampled sizes (largest
+    remainder, ties to the lower job index), so the sample still uses as many
+    workers as it drew instead of leaving them idle **(ours)**.  Rows within
+    the limits are returned unchanged; the result is deterministic.
+
+    Parameters
+    ----------
+    cats : ndarray of int64, shape (N, S)
+    max_workers : ndarray of int64, shape (S,)
+
+    Returns
+    -------
+    ndarray of int64, shape (N, S)
+    """
+    cats = np.asarray(cats, dtype=np.int64)
+    over_rows = np.flatnonzero((cats > max_workers).any(axis=1))
+    if over_rows.size == 0:
+        return cats
+    cats = cats.copy()
+    for r in over_rows:
+        n = np.minimum(cats[r], max_workers)
+        surplus = int(cats[r].sum() - n.sum())
+        while surplus > 0:
+            room = max_workers - n
+            if not room.any():
+                break
+            weight = np.where(room > 0, n, 0).astype(np.float64)
+            if not weight.any():
+                weight = (room > 0).astype(np.float64)
+            ideal = surplus * weight / weight.sum()
+            add = np.minimum(np.floor(ideal).astype(np.int64), room)
+            rest = surplus - int(add.sum())
+            if rest > 0:  # largest remainders first, each job at most one more, within its room
+                order = np.lexsort((np.arange(n.size), -(ideal - np.floor(ideal))))
+                order = order[(room[order] - add[order]) > 0][:rest]
+                add[order] += 1
+            n += add
+            surplus -= int(add.sum())
+        cats[r] = n
+    return cats
+
+
+def _cython_available(warn=True):
     try:
         from ._core import _smp  # noqa: F401
-    except ImportError:
+    except ImportError as exc:
+        if warn:
+            from ._core import warn_missing_compiled
+
+            warn_missing_compiled("_smp", exc)
         return False
     return True
 
@@ -112,11 +164,10 @@ def resolve_backend(backend):
     backend = check_choice("backend", backend, BACKENDS)
     if backend == "auto":
         return "cython" if _cython_available() else "numba"
-    if backend == "cython" and not _cython_available():
-        raise InvalidOptionError(
-            "backend='cython' needs the compiled extension hetplace._core._smp, which is not built; "
-            "reinstall with `pip install .` (a C compiler is required) or use backend='numba'."
-        )
+    if backend == "cython" and not _cython_available(warn=False):
+        from ._core import missing_compiled_message
+
+        raise InvalidOptionError(missing_compiled_message("_smp", what="backend='cython'"))
     return backend
 
 
@@ -128,11 +179,14 @@ def _iv(problem, options):
     opts["matching"] = check_choice("matching", opts["matching"], ("price", "ordinal"))
     if not isinstance(opts["polish"], (bool, np.bool_)):
         raise InvalidOptionError(f"polish must be True or False; got {opts['polish']!r}.")
-    tol = opts["fairness_tol"]
-    if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not (0 <= tol < 1):
+    from ._validation import is_real_scalar
+
+    tol = opts["fairness_tol"]  # any real (numpy floats too; not bool or complex), used as a float
+    if not is_real_scalar(tol) or not (0 <= float(tol) < 1):
         raise InvalidOptionError(
             f"fairness_tol must be a number in [0, 1) (relative slack on mean JCT); got {tol!r}."
         )
+    opts["fairness_tol"] = float(tol)
     opts["max_rounds"] = check_positive_int("max_rounds", opts["max_rounds"], allow_none=False, maximum=10_000)
     opts["polish_top"] = check_positive_int("polish_top", opts["polish_top"], maximum=10_000_000)
     opts["threads"] = check_positive_int("threads", opts["threads"], maximum=1024)
@@ -492,8 +546,7 @@ def smp_place(problem, seed=None, **options):
         **({"spread": opts["spread"]} if opts["spread"] is not None and weighted else {}),
         backend=opts["backend"],
     )
-    # a job never takes more workers than its batch has samples (Problem.max_workers)
-    cats = np.ascontiguousarray(np.minimum(cats, problem.max_workers), dtype=np.int64)
+    cats = np.ascontiguousarray(fit_sizes(cats, problem.max_workers), dtype=np.int64)
     t1 = time.perf_counter()
     out_wj, out_total, out_stats, modes = _run(problem, cats, opts)
     t2 = time.perf_counter()

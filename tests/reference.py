@@ -1,12 +1,13 @@
 """Slow, obviously-correct pure-Python references for the kernels (used by the tests).
 
-Each reference follows MODEL.md literally and favours clarity over speed.
+Each reference follows docs/model.md literally and favours clarity over speed.
 Other sections of this file may be added by other modules' authors.
 """
 import itertools
 import math
 
 import numpy as np
+import pytest
 
 # =============================================================================
 # Exact methods (hetplace.exact): brute force and type DP
@@ -14,7 +15,7 @@ import numpy as np
 
 
 def mean_jct_reference(problem, worker_job):
-    """Mean JCT of ``worker_job`` straight from MODEL.md 1.2 (inf if infeasible)."""
+    """Mean JCT of ``worker_job`` straight from docs/model.md §1.2 (inf if infeasible)."""
     S = problem.n_jobs
     total = 0.0
     for i in range(S):
@@ -102,7 +103,7 @@ def type_dp_reference(problem):
 
 # =============================================================================
 # Categories and counter-based RNG (hetplace.categories): written from the
-# definitions in MODEL.md 2.1 / 2.4, independently of the kernels.
+# definitions in docs/model.md §3.2 / §3.10, independently of the kernels.
 # =============================================================================
 
 _MASK64 = (1 << 64) - 1
@@ -219,7 +220,7 @@ def is_local_optimum_reference(problem, worker_job, rel=1e-9):
 # =============================================================================
 # Matching markets (hetplace.matching): exact assignment via SciPy, textbook
 # Gale-Shapley, blocking pairs and stable matchings by brute force, and the
-# iterated linearised market of MODEL.md 2.2 on top of them.
+# iterated linearised market of docs/model.md §3.3 on top of them.
 # =============================================================================
 
 
@@ -234,7 +235,7 @@ def assignment_optimum_reference(values, capacities, allowed=None):
     Slot-expanded matrix (one row per slot) solved by SciPy's exact
     ``linear_sum_assignment``; forbidden pairs are -inf; surplus workers idle.
     """
-    from scipy.optimize import linear_sum_assignment
+    linear_sum_assignment = pytest.importorskip("scipy.optimize").linear_sum_assignment  # a test extra
 
     ok = _acceptable(values, allowed)
     v = np.where(ok, np.asarray(values, dtype=float), -np.inf)
@@ -342,14 +343,14 @@ def gale_shapley_reference(values, capacities, worker_rank, allowed=None):
 
 
 def market_category_reference(rho, work, comm_time, sizes, form="price", max_rounds=8):
-    """MODEL.md 2.2 literally: iterate linearised valuations, solve each market exactly.
+    """docs/model.md §3.3 literally: iterate linearised valuations, solve each market exactly.
 
     Price form: SciPy's exact assignment on the slot-expanded matrix of
     ``a_i * rho[i, k]`` with ``a_i = work[i] / (X_i * X_i)``.  Ordinal form:
     :func:`gale_shapley_reference` with jobs ranking by ``rho`` and workers by
     ``rho[i, k] / mean_k rho[i, k]``.  Returns ``(total_jct, worker_job, rounds)``.
     """
-    from scipy.optimize import linear_sum_assignment
+    linear_sum_assignment = pytest.importorskip("scipy.optimize").linear_sum_assignment  # a test extra
 
     rho = np.asarray(rho, dtype=float)
     S, K = rho.shape
