@@ -127,6 +127,8 @@ def test_bench_from_outside_the_repository_runs_all_three_families(tmp_path, mon
 def no_compiled_smp(monkeypatch):
     """hetplace._core._smp cannot be imported (as in a source tree without built extensions)."""
     monkeypatch.setitem(__import__("sys").modules, "hetplace._core._smp", None)
+    # once imported, the submodule is also an attribute of the package, which `from ._core import _smp` finds first
+    monkeypatch.delattr(core, "_smp", raising=False)
     monkeypatch.setattr(core, "_warned", False)
 
 
