@@ -151,15 +151,15 @@ class _SpeedModel:
         if self.kf is None:
             self.kf = SignalKalman(n, m, z=self.z)
         u = self.kf.residual(np.where(valid, y, 0.0), x_cur)
-        for i in np.flatnonzero(back):
-            self.bank.reset(i, u[i])
-            self.kf.inflate(i)
+        back_i = np.flatnonzero(back)
+        self.bank.reset(back_i, u[back_i])
+        self.kf.inflate(back_i)
         upd = valid & ~back
         self.bank.update(np.where(upd, u, 0.0), upd)
         q, r = self.noise()
         changed, outlier = self.kf.update(np.where(valid, y, 0.0), valid, x_cur, q, r)
-        for i in np.flatnonzero(changed):
-            self.bank.reset(i, u[i])
+        ch_i = np.flatnonzero(changed)
+        self.bank.reset(ch_i, u[ch_i])
         # learn how often a slowdown outlier is real (confirmed next iteration)
         resolved = self.slow_pending & valid
         self.slow_seen += float(resolved.sum())
@@ -192,14 +192,14 @@ class _SpeedModel:
         if self.kf is None:
             return np.full(self.n, np.nan)
         out = self.kf.predict(x_next if self.kf.m else None) + self.hedge
-        never = np.diag(self.kf.P)[: self.n] > 50.0
+        never = self.kf.level_var() > 50.0
         return np.where(never, np.nan, out)
 
     def level_sd(self):
         """Typical standard deviation of a predicted log speed (float)."""
         if self.predictor == "ewma" or self.kf is None:
             return 0.05
-        d = np.diag(self.kf.P)[: self.n]
+        d = self.kf.level_var()
         d = d[d < 50.0]
         return float(np.sqrt(np.median(d))) if d.size else 0.05
 
@@ -361,20 +361,21 @@ class _GPU(_Policy):
             with np.errstate(divide="ignore", invalid="ignore"):
                 e = np.where(big, np.log(np.where(ok, times, 1.0) / np.where(ok, self.prev_t, 1.0)) / np.where(big, db, 1.0), 1.0)
             flat = big & (e <= 0.7)
-            for i in range(self.n):
-                if not flat[i]:
-                    self.flat_streak[i] = 0
-                    self.flat_cand[i] = 0.0
-                    continue
-                hi_b, lo_b = max(b[i], self.prev_b[i]), min(b[i], self.prev_b[i])
-                t_hi = times[i] if b[i] >= self.prev_b[i] else self.prev_t[i]
-                t_lo = self.prev_t[i] if b[i] >= self.prev_b[i] else times[i]
-                k = float(np.clip(hi_b * t_lo / t_hi, lo_b, hi_b))
-                self.flat_cand[i] = max(self.flat_cand[i], k)
-                self.flat_streak[i] += 1
-                if self.flat_streak[i] >= 2 and self.flat_cand[i] > self.knee[i] * 1.05:
-                    self.knee[i] = min(self.flat_cand[i], self.hi[i])
-                    changed[i] = True
+            self.flat_streak[~flat] = 0
+            self.flat_cand[~flat] = 0.0
+            f = np.flatnonzero(flat)
+            if f.size:
+                bf, pb = b[f].astype(np.float64), self.prev_b[f]
+                up = bf >= pb
+                hi_b, lo_b = np.maximum(bf, pb), np.minimum(bf, pb)
+                t_hi = np.where(up, times[f], self.prev_t[f])
+                t_lo = np.where(up, self.prev_t[f], times[f])
+                k = np.clip(hi_b * t_lo / t_hi, lo_b, hi_b)
+                self.flat_cand[f] = np.maximum(self.flat_cand[f], k)
+                self.flat_streak[f] += 1
+                move = f[(self.flat_streak[f] >= 2) & (self.flat_cand[f] > self.knee[f] * 1.05)]
+                self.knee[move] = np.minimum(self.flat_cand[move], self.hi[move])
+                changed[move] = True
         self.prev_b, self.prev_t = b.astype(np.float64), np.where(np.isfinite(times), times, np.nan)
         self.prev_x = None if x_cur is None else x_cur.copy()
         return changed
@@ -382,8 +383,8 @@ class _GPU(_Policy):
     def update(self, b, times, x_cur, x_next):
         valid = np.isfinite(times)
         knee_moved = self._learn_knees(b, times, self.model.x_next) if self.learn_knees else np.zeros(self.n, bool)
-        for i in np.flatnonzero(knee_moved):
-            self.model.kf.inflate(i)  # the level was measured with the old knee
+        if self.model.kf is not None:
+            self.model.kf.inflate(np.flatnonzero(knee_moved))  # the level was measured with the old knee
         eff = np.maximum(b, self.knee)
         y = np.where(valid, np.log(eff / np.where(valid, times, 1.0)), np.nan)
         changed = self.model.update(y, valid, x_cur, x_next, b / self.B) | knee_moved
@@ -605,7 +606,10 @@ class LoadBalancer:
     [39, 38, 19]
     """
 
-    def __init__(self, global_batch, n_workers, policy="cpu", memory_caps=None, min_batch=1, **options):
+    def __init__(
+        self, global_batch: int, n_workers: int, policy: str = "cpu",
+        memory_caps: "np.typing.ArrayLike | None" = None, min_batch: int = 1, **options,
+    ) -> None:
         self.global_batch = _int_iv(global_batch, "global_batch", 1, "Pass the samples per iteration.")
         self.n_workers = _int_iv(n_workers, "n_workers", 1, "Pass the number of workers.")
         self.min_batch = _int_iv(min_batch, "min_batch", 1, "Every worker needs at least one sample.")
@@ -762,7 +766,7 @@ class LoadBalancer:
         """ndarray of bool (n,) or None: ``"fl"`` clients that reported no progress last round."""
         return self._impl.dropped.copy() if isinstance(self._impl, _FL) else None
 
-    def observe(self, compute_times, **signals):
+    def observe(self, compute_times: "np.typing.ArrayLike", **signals) -> np.ndarray:
         """Record one iteration and return the next iteration's batch sizes.
 
         Parameters

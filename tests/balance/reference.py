@@ -163,6 +163,14 @@ class DenseSignalKalman:
         """ndarray (m,): current signal coefficients."""
         return self.state[self.n:].copy()
 
+    def level_var(self):
+        """ndarray (n,): marginal variance of every level (the interface the balancer uses)."""
+        return np.diag(self.P)[: self.n].copy()
+
+    def covariance(self):
+        """The dense covariance (a copy)."""
+        return self.P.copy()
+
     def predict(self, x):
         """Predicted log speeds (n,) under signals ``x`` (n, m) or None."""
         a = self.state[:self.n]
@@ -177,7 +185,7 @@ class DenseSignalKalman:
         return y.copy()
 
     def inflate(self, i, var=1.0):
-        """Forget worker ``i``'s level (a return from a stall)."""
+        """Forget worker ``i``'s level (a return from a stall); ``i`` an index or index array."""
         self.P[i, i] += var
         self.pend_y[i] = np.nan
 

@@ -132,3 +132,73 @@ def test_exact_reference_is_itself_right_on_hand_examples():
     assert largest_remainder_exact([1, 1, 8], 12, 2, [12, 12, 6])[0] == [3, 3, 6]
     shares, q = largest_remainder_exact([1, 3], 2, 0)
     assert shares == [1, 1] and q == [Fraction(1, 2), Fraction(3, 2)]
+
+
+# ------------------------------------------------------------------ the structured Kalman filter
+def _feed(filters, seed, n, m, T=250):
+    """Drive every filter with the same seeded measurements (signal steps, outliers, stalls, change points)."""
+    rng = np.random.default_rng(seed)
+    a = rng.normal(0.0, 1.0, n)
+    c = rng.normal(0.0, 0.8, m)
+    for t in range(T):
+        x = rng.normal(0.0, 0.3, (n, m)) * (rng.random((n, m)) < 0.5)
+        y = a + x @ c + 0.05 * rng.standard_normal(n)
+        y += np.where(rng.random(n) < 0.03, rng.choice([-1.0, 1.0], n), 0.0)  # hiccups
+        if t % 60 == 30:
+            a[int(rng.integers(0, n))] -= 1.5  # a lasting change: confirmed next iteration
+        valid = rng.random(n) > 0.1
+        if t % 40 == 11:
+            for f in filters:
+                f.inflate(t % n)
+        outs = [f.update(y, valid, x if m else None, 1e-4, 2e-3) for f in filters]
+        yield t, outs
+
+
+@pytest.mark.parametrize("seed, n, m", [(0, 12, 2), (1, 5, 1), (2, 30, 3), (3, 9, 0), (4, 1, 2)])
+def test_structured_kalman_equals_the_dense_filter_without_coefficient_drift(seed, n, m):
+    from hetplace.balance._estimators import SignalKalman
+
+    from .reference import DenseSignalKalman
+
+    fast, dense = SignalKalman(n, m, q_coef=0.0), DenseSignalKalman(n, m, q_coef=0.0)
+    for t, (o1, o2) in _feed([fast, dense], seed, n, m):
+        np.testing.assert_array_equal(o1[0], o2[0], err_msg=f"changed, t={t}")
+        np.testing.assert_array_equal(o1[1], o2[1], err_msg=f"outlier, t={t}")
+        np.testing.assert_allclose(fast.state, dense.state, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(fast.covariance(), dense.P, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(fast.level_var(), np.diag(dense.P)[:n], rtol=1e-9)
+    assert fast.changes == dense.changes > 0
+
+
+@pytest.mark.parametrize("seed, n, m", [(0, 12, 2), (2, 30, 3)])
+def test_structured_kalman_stays_next_to_the_dense_filter_with_coefficient_drift(seed, n, m):
+    # with q_coef > 0 the levels are no longer independent given c; the structured filter keeps
+    # every level variance and level-coefficient covariance and drops cross terms of order q_coef
+    from hetplace.balance._estimators import SignalKalman
+
+    from .reference import DenseSignalKalman
+
+    fast, dense = SignalKalman(n, m), DenseSignalKalman(n, m)
+    for t, (o1, o2) in _feed([fast, dense], seed, n, m):
+        np.testing.assert_array_equal(o1[0], o2[0], err_msg=f"changed, t={t}")
+        np.testing.assert_allclose(fast.state, dense.state, rtol=0, atol=1e-4)
+        np.testing.assert_allclose(fast.covariance(), dense.P, rtol=0, atol=1e-4)
+
+
+def test_structured_kalman_gives_the_dense_filters_batch_sizes_on_seeded_scenarios(monkeypatch):
+    from hetplace.balance import _balancer, make_scenario, simulate
+
+    from .reference import DenseSignalKalman
+
+    figures = {}
+    for kind, policy in (("cpu", "cpu"), ("gpu", "gpu"), ("fl", "fl")):
+        for seed in (1001, 1002):
+            sc = make_scenario(kind, seed=seed, iterations=200)
+            fast = simulate(policy, sc, compare=False)
+            with monkeypatch.context() as mp:
+                mp.setattr(_balancer, "SignalKalman", DenseSignalKalman)
+                slow = simulate(policy, sc, compare=False)
+            same = np.mean(np.all(fast.batch_sizes == slow.batch_sizes, axis=1))
+            figures[kind, seed] = (fast.efficiency, slow.efficiency, same)
+            assert same >= 0.9, figures
+            assert abs(fast.efficiency - slow.efficiency) < 2e-3, figures
