@@ -435,7 +435,12 @@ def read_cluster(path):
         if not isinstance(raw_gavel, str) or not raw_gavel.strip():
             raise InputFileError(path, f"gavel must be a path string; got {_short(raw_gavel)}.",
                                  "write gavel = \"path/to/throughputs.json\".", field=field)
-        gavel = Path(raw_gavel).expanduser()
+        try:
+            gavel = Path(raw_gavel).expanduser()
+        except RuntimeError:  # "~name/..." with no user "name" (or no home directory)
+            raise InputFileError(path, f"gavel {_short(raw_gavel)} starts with '~' but names no home directory "
+                                 "that exists.", "write the path without '~', or as ~/path for your own home.",
+                                 field=field) from None
         if not gavel.is_absolute():
             gavel = Path(os.path.normpath(path.parent / gavel))
 

@@ -518,6 +518,13 @@ def test_reading_many_jobs_is_linear_in_their_number(tmp_path):
     assert large < 40 * small + 0.5  # linear: ~10x; the O(S^2) name check made it ~100x
 
 
+def test_gavel_path_of_an_unknown_user_home_is_an_input_error(tmp_path):
+    f = tmp_path / "cluster.toml"
+    f.write_text('gavel = "~.json"\n[[types]]\nname = "a"\ncount = 1\n')  # found by fuzz/fuzz_readers.py
+    with pytest.raises(InputFileError, match=r"gavel: gavel '~.json' starts with '~' but names no home directory"):
+        read_cluster(f)  # was RuntimeError: Could not determine home directory
+
+
 def test_utf8_bom_in_job_csv_is_still_accepted(tmp_path):
     f = tmp_path / "jobs.csv"
     f.write_bytes(b"\xef\xbb\xbf" + (JOBS_HEADER + "a,1,1,1,2,3\n").encode())
@@ -545,7 +552,7 @@ _TOKENS = [
     "'", "\n", ",", "=", "{", "}", "[", "1", "0", "-1", "0.5", "1e999", "nan", "inf", "0x" + "f" * 40,
     "9" * 4400, "k80", "p100", "v100", "\"10Gbit/s\"", "name,model,batch,iterations,grad_bytes\n",
     "throughput_k80", ",batch", ",iterations", "100MB", "ResNet-50 (batch size 64)", '"null": ', "('", "', 1)",
-    "\xff", "\x00", "\ufeff", "#", "[" * 3000, "x" * 140_000, " ",
+    "\xff", "\x00", "\ufeff", "#", "[" * 3000, "x" * 140_000, " ", "~", "gavel = \"~x/t.json\"\n",
 ]
 
 
