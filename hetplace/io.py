@@ -210,10 +210,15 @@ def _digit_run(text, n, pattern=r"[0-9]+"):
     return next((m for m in re.finditer(pattern, text) if len(m.group().replace("_", "")) >= n), None)
 
 
+def _max_int_digits():
+    """Most decimal digits ``int()`` converts (``sys.get_int_max_str_digits``; 4300 by default)."""
+    getter = getattr(sys, "get_int_max_str_digits", None)
+    return (getter() if getter else 0) or 4300
+
+
 def _long_integer(text):
     """(line, key) of the first integer of more digits than Python converts to int, or None."""
-    digits = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 0
-    m = _digit_run(text, (digits or 4300) + 1, r"[0-9][0-9_]*")
+    m = _digit_run(text, _max_int_digits() + 1, r"[0-9][0-9_]*")
     if m is None:
         return None
     line = _line_of(text, m.start())
@@ -394,13 +399,14 @@ def read_cluster(path):
     except RecursionError:
         raise InputFileError(path, "the TOML nests arrays or inline tables deeper than Python's recursion limit "
                              f"({sys.getrecursionlimit()}).", toml_fix) from None
-    except ValueError:  # tomllib's int(): more digits than Python converts
+    except ValueError as exc:  # tomllib's int(): more digits than Python converts
         where = _long_integer(text)
+        if where is None:
+            raise InputFileError(path, f"the TOML cannot be read ({exc}).", toml_fix) from None
         raise InputFileError(
-            path, f"an integer has more than {sys.get_int_max_str_digits() or 4300} digits (more than Python reads).",
+            path, f"an integer has more than {_max_int_digits()} digits (more than Python reads).",
             "write counts as plain integers (at most 1,000,000 workers in all) and other numbers "
-            "in their supported range (1e-30..1e30).",
-            line=where[0] if where else None, field=where[1] if where else None) from None
+            "in their supported range (1e-30..1e30).", line=where[0], field=where[1]) from None
 
     for key in doc:
         if key not in _TOP_KEYS:
