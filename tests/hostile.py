@@ -8,7 +8,7 @@ always the same: *a valid result that passes the project's own certificate
 checks, or a* :class:`hetplace.HetplaceError` -- never another exception, a
 signal, a hang (pytest-timeout guards each test) or a silently wrong answer.
 
-The number of examples per test is ``HETPLACE_FUZZ_EXAMPLES`` (default 40, so
+The number of examples per test is ``HETPLACE_FUZZ_EXAMPLES`` (default 25, so
 the CI run stays short); set it to thousands for a long run on demand.
 """
 
@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 #: Examples per fuzzing test (env ``HETPLACE_FUZZ_EXAMPLES``).
-FUZZ_EXAMPLES = int(os.environ.get("HETPLACE_FUZZ_EXAMPLES", "40"))
+FUZZ_EXAMPLES = int(os.environ.get("HETPLACE_FUZZ_EXAMPLES", "25"))
 
 #: Settings for every fuzzing test: bounded budget, no deadline (first calls compile).
 FUZZ_SETTINGS = settings(

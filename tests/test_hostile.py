@@ -8,7 +8,7 @@ enough for brute force, never better than the optimum and, for exact methods
 that say ``optimal``, equal to it.  Any other exception fails the test; a hang
 is ended by the per-test timeout.
 
-Budget: ``HETPLACE_FUZZ_EXAMPLES`` examples per test (default 40).
+Budget: ``HETPLACE_FUZZ_EXAMPLES`` examples per test (default 25).
 """
 
 import math
