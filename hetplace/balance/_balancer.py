@@ -5,11 +5,17 @@ import numbers
 
 import numpy as np
 
+from .._validation import COUNT_MAX, check_real_range, exact_int_sum
 from ..errors import InvalidOptionError, InvalidProblemError, InvalidProblemTypeError
 from ._estimators import EWMA, RobustLevel, SignalHold, SignalKalman
 from ._model import _float_array_iv, equal_finish, round_to_batch, step_time
 
-__all__ = ["LoadBalancer", "POLICIES", "PREDICTORS"]
+__all__ = ["LoadBalancer", "POLICIES", "PREDICTORS", "MAX_WORKERS", "MAX_SIGNALS"]
+
+#: Most workers one balancer takes (memory is about 0.3 kB per worker, time linear).
+MAX_WORKERS = 1_000_000
+#: Most exogenous signals per observation (the filter is O(n m^2)).
+MAX_SIGNALS = 32
 
 #: Policy names accepted by :class:`LoadBalancer`.
 POLICIES = ("bsp", "static", "naive", "cpu", "gpu", "fl")
@@ -27,20 +33,26 @@ _OPTIONS = {
 
 
 # ---------------------------------------------------------------- validation
-def _int_iv(value, name, minimum, fix):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        if isinstance(value, numbers.Real) and float(value).is_integer() and not isinstance(value, bool):
+def _int_iv(value, name, minimum, fix, maximum=COUNT_MAX):
+    """``value`` as an int in [minimum, maximum] (a whole float is accepted), else a clear error."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        if isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)) \
+                and math.isfinite(float(value)) and float(value).is_integer():
             value = int(value)
         else:
             raise InvalidProblemTypeError(f"{name} must be an integer; got {value!r}. {fix}")
     value = int(value)
     if value < minimum:
         raise InvalidProblemError(f"{name} must be >= {minimum}; got {value}. {fix}")
+    if maximum is not None and value > maximum:
+        raise InvalidProblemError(
+            f"{name} must be at most {maximum} (the supported range is [{minimum}, {maximum}]); got {value}. {fix}"
+        )
     return value
 
 
 def _float_iv(value, name, lo, hi, fix, lo_open=False):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise InvalidOptionError(f"{name} must be a number; got {value!r}. {fix}")
     value = float(value)
     bad = not math.isfinite(value) or value > hi or (value <= lo if lo_open else value < lo)
@@ -66,6 +78,7 @@ def _vector_iv(value, name, n, what):
 
 
 def _caps_iv(memory_caps, n, global_batch, min_batch):
+    """Caps as float64 (n,), each clipped to ``global_batch`` (a larger cap binds nothing)."""
     if memory_caps is None:
         return np.full(n, np.inf)
     caps = _vector_iv(memory_caps, "memory_caps", n, "a maximum batch in samples")
@@ -85,12 +98,36 @@ def _caps_iv(memory_caps, n, global_batch, min_batch):
             f"memory_caps[{i}] = {caps[i]:g} is below min_batch = {min_batch}: every worker must fit "
             "its minimum batch. Raise the cap or lower min_batch."
         )
-    if caps.sum() < global_batch:
-        raise InvalidProblemError(
-            f"global_batch = {global_batch} does not fit the memory caps: sum(memory_caps) = "
-            f"{caps.sum():g}. Raise the caps, add workers or lower the global batch."
-        )
+    caps = np.where(fin, np.minimum(caps, float(global_batch)), np.inf)
+    if not np.isinf(caps).any():
+        total = exact_int_sum(caps.astype(np.int64))
+        if total < global_batch:
+            raise InvalidProblemError(
+                f"global_batch = {global_batch} does not fit the memory caps: sum(memory_caps) = "
+                f"{total}. Raise the caps, add workers or lower the global batch."
+            )
     return caps
+
+
+def _seconds_iv(value, name, n, allow_zero):
+    """Per-worker seconds (n,): no NaN, > 0 (or >= 0), inf allowed, finite ones in the supported range."""
+    t = _vector_iv(value, name, n, "a time in seconds")
+    if np.isnan(t).any():
+        i = int(np.flatnonzero(np.isnan(t))[0])
+        raise InvalidProblemError(
+            f"{name} must not be NaN; got NaN for worker {i}. Report inf for a worker that made no progress."
+        )
+    bad = np.flatnonzero(t < 0 if allow_zero else t <= 0)
+    if bad.size:
+        i = int(bad[0])
+        rel = ">= 0" if allow_zero else "> 0"
+        raise InvalidProblemError(
+            f"{name} must be {rel} seconds; got {float(t[i])!r} for worker {i}. Report the pure "
+            "compute time of the batch it ran (inf if it made no progress)."
+        )
+    check_real_range(name, np.where(np.isfinite(t), t, 0.0), error=InvalidProblemError,
+                     fix="Report times in seconds (inf for no progress).")
+    return t
 
 
 # ------------------------------------------------------------ speed models
@@ -611,7 +648,7 @@ class LoadBalancer:
         memory_caps: "np.typing.ArrayLike | None" = None, min_batch: int = 1, **options,
     ) -> None:
         self.global_batch = _int_iv(global_batch, "global_batch", 1, "Pass the samples per iteration.")
-        self.n_workers = _int_iv(n_workers, "n_workers", 1, "Pass the number of workers.")
+        self.n_workers = _int_iv(n_workers, "n_workers", 1, "Pass the number of workers.", maximum=MAX_WORKERS)
         self.min_batch = _int_iv(min_batch, "min_batch", 1, "Every worker needs at least one sample.")
         n, B = self.n_workers, self.global_batch
         if n * self.min_batch > B:
@@ -674,6 +711,7 @@ class LoadBalancer:
             if np.any(~np.isfinite(knees)) or np.any(knees < 0):
                 i = int(np.flatnonzero(~np.isfinite(knees) | (knees < 0))[0])
                 raise InvalidProblemError(f"knees must be finite and >= 0; got {float(knees[i])!r} for worker {i}.")
+            check_real_range("knees", knees, error=InvalidProblemError, fix="Pass knees in samples.")
         window = _int_iv(opts.get("window", 3), "window", 1, "It is counted in iterations.")
         max_window = _int_iv(opts.get("max_window", 24), "max_window", window,
                              "It must be at least window.")
@@ -689,21 +727,7 @@ class LoadBalancer:
 
     # ------------------------------------------------------------ inputs
     def _times_iv(self, compute_times):
-        t = _vector_iv(compute_times, "compute_times", self.n_workers, "a time in seconds")
-        if np.isnan(t).any():
-            i = int(np.flatnonzero(np.isnan(t))[0])
-            raise InvalidProblemError(
-                f"compute_times must not be NaN; got NaN for worker {i}. Report inf for a worker "
-                "that made no progress."
-            )
-        bad = np.flatnonzero(t <= 0)
-        if bad.size:
-            i = int(bad[0])
-            raise InvalidProblemError(
-                f"compute_times must be > 0 seconds; got {float(t[i])!r} for worker {i}. Report the pure "
-                "compute time of the batch it ran (inf if it made no progress)."
-            )
-        return t
+        return _seconds_iv(compute_times, "compute_times", self.n_workers, allow_zero=False)
 
     def _signals_iv(self, signals):
         n = self.n_workers
@@ -711,6 +735,11 @@ class LoadBalancer:
         if self._signal_names is None:
             if not names:
                 return None
+            if len(names) > MAX_SIGNALS:
+                raise InvalidOptionError(
+                    f"observe takes at most {MAX_SIGNALS} signals; got {len(names)}. Pass the few that "
+                    "explain speed (e.g. cpu_avail)."
+                )
             self._signal_names = names
         elif names != self._signal_names:
             raise InvalidOptionError(
@@ -726,6 +755,8 @@ class LoadBalancer:
                     f"signal {name!r} must be finite; got {float(arr[i])!r} for worker {i}. Repeat the last "
                     "known value when a reading is missing."
                 )
+            check_real_range(f"signal {name!r}", arr, error=InvalidProblemError,
+                             fix="Rescale the signal (e.g. a fraction instead of a byte count).")
             cols.append(arr)
         x = np.stack(cols, axis=1)
         if self._signal_log is None:
@@ -791,13 +822,7 @@ class LoadBalancer:
         upload = None
         if isinstance(self._impl, _FL) and "upload_times" in signals:
             signals = dict(signals)
-            upload = _vector_iv(signals.pop("upload_times"), "upload_times", self.n_workers, "a time in seconds")
-            if np.isnan(upload).any() or np.any(upload < 0):
-                i = int(np.flatnonzero(np.isnan(upload) | (upload < 0))[0])
-                raise InvalidProblemError(
-                    f"upload_times must be >= 0 seconds (inf for a failed upload); got {float(upload[i])!r} "
-                    f"for client {i}."
-                )
+            upload = _seconds_iv(signals.pop("upload_times"), "upload_times", self.n_workers, allow_zero=True)
         x_next = self._signals_iv(signals)
         x_cur = self._x_cur if self._x_cur is not None else x_next
         b = self._sizes

@@ -247,6 +247,7 @@ class SignalKalman:
         self.n, self.m = int(n), int(m)
         self.z = float(z)
         self.q_coef = float(q_coef)
+        self.diffuse = float(diffuse)
         self.state = np.zeros(n + m)
         self.G = np.zeros((n, m))
         self.d = np.full(n, float(diffuse))
@@ -345,7 +346,9 @@ class SignalKalman:
             var = self.d[idx] + r
         sd = np.sqrt(np.maximum(var, 1e-12))
         self.innovation[idx] = nu
-        out = np.abs(nu) > self.z * sd
+        # a worker's first measurement (diffuse level) is never an outlier, however large its log speed
+        first = (self.d[idx] + (var - self.d[idx] - r)) > 0.5 * self.diffuse
+        out = (np.abs(nu) > self.z * sd) & ~first
         keep = ~out
         if out.any():
             j = np.flatnonzero(out)
