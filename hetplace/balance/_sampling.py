@@ -12,17 +12,23 @@ import numbers
 
 import numpy as np
 
+from .._validation import COUNT_MAX, exact_int_sum
 from ..errors import InvalidOptionError, InvalidProblemError, InvalidProblemTypeError
 from ._model import largest_remainder
 
-__all__ = ["EpochPlan"]
+__all__ = ["EpochPlan", "MAX_PERMUTATION"]
+
+#: Largest dataset whose per-epoch permutation is built in memory (int64: 16 GiB).
+MAX_PERMUTATION = 2**31
 
 
-def _count_iv(value, name, minimum):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+def _count_iv(value, name, minimum, maximum=COUNT_MAX):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise InvalidProblemTypeError(f"{name} must be an integer; got {value!r}.")
     if value < minimum:
         raise InvalidProblemError(f"{name} must be >= {minimum}; got {value}.")
+    if maximum is not None and value > maximum:
+        raise InvalidProblemError(f"{name} must be at most {maximum} (supported range [{minimum}, {maximum}]); got {value}.")
     return int(value)
 
 
@@ -58,7 +64,7 @@ class EpochPlan:
     def __init__(self, n_samples, global_batch, seed=0, drop_last=False):
         self.n_samples = _count_iv(n_samples, "n_samples", 1)
         self.global_batch = _count_iv(global_batch, "global_batch", 1)
-        self.seed = _count_iv(seed, "seed", 0)
+        self.seed = _count_iv(seed, "seed", 0, maximum=2**128 - 1)
         if not isinstance(drop_last, (bool, np.bool_)):
             raise InvalidOptionError(f"drop_last must be True or False; got {drop_last!r}.")
         self.drop_last = bool(drop_last)
@@ -74,7 +80,12 @@ class EpochPlan:
 
     def permutation(self, epoch):
         """ndarray of int64, shape (N,): the shared permutation of ``epoch``."""
-        epoch = _count_iv(epoch, "epoch", 0)
+        epoch = _count_iv(epoch, "epoch", 0, maximum=2**64 - 1)
+        if self.n_samples > MAX_PERMUTATION:
+            raise InvalidProblemError(
+                f"n_samples = {self.n_samples} is above {MAX_PERMUTATION}, the largest dataset whose "
+                "permutation is built in memory; shard the dataset and plan each shard."
+            )
         if self._cache[0] != epoch:
             perm = np.random.default_rng([self.seed, epoch]).permutation(self.n_samples)
             self._cache = (epoch, perm.astype(np.int64))
@@ -102,6 +113,7 @@ class EpochPlan:
             enough samples, else one each to the first ranks).
         """
         s = self._sizes_iv(sizes)
+        iteration = _count_iv(iteration, "iteration", 0, maximum=None)
         if not 0 <= iteration < self.iterations:
             raise InvalidProblemError(
                 f"iteration must lie in [0, {self.iterations}); got {iteration}."
@@ -134,21 +146,29 @@ class EpochPlan:
     def _sizes_iv(self, sizes):
         if isinstance(sizes, (str, bytes)):
             raise InvalidProblemTypeError(f"sizes must be integers, one per rank; got the string {sizes!r}.")
-        arr = np.asarray(sizes)
+        try:
+            arr = np.asarray(sizes)
+        except (TypeError, ValueError):
+            raise InvalidProblemTypeError(f"sizes must be integers, one per rank; got {type(sizes).__name__}.") from None
         if arr.ndim != 1 or arr.size == 0:
             raise InvalidProblemError(f"sizes must be a 1-D array, one size per rank; got shape {arr.shape}.")
+        B = self.global_batch
         if arr.dtype.kind == "f":
             if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
-                raise InvalidProblemError(f"sizes must be whole numbers; got {arr.tolist()}.")
+                raise InvalidProblemError(f"sizes must be whole numbers; got {arr.tolist()!r:.200}.")
+        elif arr.dtype.kind == "O" and all(isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))
+                                           for v in arr.tolist()):
+            pass  # Python ints too large for int64: checked against the batch below
         elif arr.dtype.kind not in "iu":
             raise InvalidProblemTypeError(f"sizes must be integers; got dtype {arr.dtype}.")
-        arr = arr.astype(np.int64)
-        if np.any(arr < 0) or int(arr.sum()) != self.global_batch:
+        vals = arr.tolist()
+        if any(v < 0 or v > B for v in vals) or exact_int_sum([int(v) for v in vals]) != B:
+            total = exact_int_sum([int(v) for v in vals])
             raise InvalidProblemError(
-                f"sizes must be >= 0 and sum to global_batch = {self.global_batch}; got {arr.tolist()} "
-                f"(sum {int(arr.sum())}). Pass LoadBalancer.batch_sizes."
+                f"sizes must be >= 0 and sum to global_batch = {B}; got {vals!r:.200} "
+                f"(sum {total}). Pass LoadBalancer.batch_sizes."
             )
-        return arr
+        return np.asarray(vals, dtype=np.int64)
 
     def __repr__(self):
         return (

@@ -18,13 +18,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InvalidOptionError, MissingDependencyError
-from ._balancer import POLICIES, LoadBalancer, _int_iv
+from ._balancer import MAX_WORKERS, POLICIES, LoadBalancer, _int_iv
 from ._model import optimal_integer_allocation, step_time
 
 __all__ = ["Scenario", "SimulationResult", "make_scenario", "simulate", "KINDS", "EVENTS"]
 
 #: Worker kinds of :func:`make_scenario`.
 KINDS = ("cpu", "gpu", "fl")
+#: Most worker-iterations one scenario holds (each (T, n) array is 128 MiB at this size).
+MAX_CELLS = 2**24
 #: Speed disturbances :func:`make_scenario` can combine.
 EVENTS = ("steps", "walk", "periodic", "crawl")
 
@@ -108,26 +110,56 @@ class Scenario:
 
     def oracle_compute_times(self):
         """ndarray (T,): the oracle's compute seconds of every iteration (cached)."""
-        if "oracle" not in self._cache:
-            out = np.array([self.oracle(t)[1] for t in range(self.iterations)])
-            out.setflags(write=False)
-            self._cache["oracle"] = out
+        self._oracle_all()
         return self._cache["oracle"]
 
+    def oracle_samples(self):
+        """ndarray (T,): samples whose gradients the oracle aggregates in every round (cached).
+
+        ``global_batch`` outside FL; in FL, the samples of the clients that are
+        available and finish by the deadline (a dropped client's minimum share is lost).
+        """
+        self._oracle_all()
+        return self._cache["oracle_samples"]
+
+    def _oracle_all(self):
+        if "oracle" in self._cache:
+            return
+        times, got = np.empty(self.iterations), np.empty(self.iterations)
+        for t in range(self.iterations):
+            b, times[t] = self.oracle(t)
+            if self.kind == "fl":
+                done = self.available[t] & (self.true_times(t, b) <= self._deadline_or_inf())
+                got[t] = float(b[done].sum())
+            else:
+                got[t] = float(self.global_batch)
+        for arr in (times, got):
+            arr.setflags(write=False)
+        self._cache["oracle"], self._cache["oracle_samples"] = times, got
+
+    def _deadline_or_inf(self):
+        return np.inf if self.deadline is None else self.deadline
+
     def oracle(self, t):
-        """(sizes, compute time) of the best integer split at iteration ``t``'s true speeds."""
+        """(sizes, compute time) of the best integer split at iteration ``t``'s true speeds.
+
+        In FL a dropped client keeps the minimum share, and the round ends at
+        the deadline at the latest, as for any policy.
+        """
         n = self.n_workers
         lo = np.full(n, self.min_batch, dtype=np.int64)
         hi = np.where(np.isfinite(self.memory_caps), self.memory_caps, 2.0**62).astype(np.int64)
         avail = self.available[t]
         if avail.all():
-            return optimal_integer_allocation(self.speed[t], self.global_batch, lo, hi, self.knee, self.offset(t))
-        # dropped clients keep the minimum share and are not waited for
-        speed = np.where(avail, self.speed[t], 0.0)
-        b, _ = optimal_integer_allocation(np.where(avail, speed, 1e-300), self.global_batch, lo, hi,
-                                          self.knee, np.where(avail, self.offset(t), 0.0))
-        T = float(np.max(self.true_times(t, b)[avail])) if avail.any() else 0.0
-        return b, T
+            b, T = optimal_integer_allocation(self.speed[t], self.global_batch, lo, hi, self.knee, self.offset(t))
+        else:
+            # dropped clients keep the minimum share and are not waited for
+            speed = np.where(avail, self.speed[t], 0.0)
+            b, _ = optimal_integer_allocation(np.where(avail, speed, 1e-300), self.global_batch, lo, hi,
+                                              self.knee, np.where(avail, self.offset(t), 0.0))
+            T = float(np.max(self.true_times(t, b)[avail])) if avail.any() else 0.0
+        # the oracle plays by the round's rules: nobody is waited for past the deadline
+        return b, min(T, self._deadline_or_inf())
 
 
 def _episodes(rng, T, rate, dur_lo, dur_hi, fac_lo, fac_hi):
@@ -159,6 +191,7 @@ def make_scenario(kind="cpu", *, n_workers=None, global_batch=None, iterations=5
     global_batch : int, optional
         Default ``64 * n_workers``.
     iterations : int, default 500
+        ``iterations * n_workers`` is at most ``MAX_CELLS`` (2**24).
     seed : int, default 0
         Everything is drawn from ``numpy.random.default_rng(seed)``.
     events : sequence of {"steps", "walk", "periodic", "crawl"}
@@ -194,23 +227,29 @@ def make_scenario(kind="cpu", *, n_workers=None, global_batch=None, iterations=5
     """
     if not isinstance(kind, str) or kind not in KINDS:
         raise InvalidOptionError(f"kind must be one of {KINDS}; got {kind!r}.")
-    events = (events,) if isinstance(events, str) else tuple(events)
-    bad = [e for e in events if e not in EVENTS]
+    try:
+        events = (events,) if isinstance(events, str) else tuple(events)
+    except TypeError:
+        raise InvalidOptionError(f"events must be a sequence drawn from {EVENTS}; got {events!r}.") from None
+    bad = [e for e in events if not isinstance(e, str) or e not in EVENTS]
     if bad:
         raise InvalidOptionError(f"events must be drawn from {EVENTS}; got {bad[0]!r}.")
     n = _int_iv(n_workers if n_workers is not None else (20 if kind == "fl" else 8), "n_workers", 1,
-                "Pass the number of workers.")
+                "Pass the number of workers.", maximum=MAX_WORKERS)
     B = _int_iv(global_batch if global_batch is not None else 64 * n, "global_batch", n,
                 "It must give every worker at least one sample.")
-    T = _int_iv(iterations, "iterations", 1, "Pass the number of iterations to simulate.")
-    seed = _int_iv(seed, "seed", 0, "Pass a non-negative integer seed.")
+    T = _int_iv(iterations, "iterations", 1, "Pass the number of iterations to simulate.",
+                maximum=max(1, MAX_CELLS // n))
+    seed = _int_iv(seed, "seed", 0, "Pass a non-negative integer seed.", maximum=2**128 - 1)
     for name, val, hi in (("jitter", jitter, 1.0), ("hiccup_rate", hiccup_rate, 1.0),
                           ("comm_fraction", comm_fraction, 100.0), ("signal_noise", signal_noise, 1.0),
                           ("walk_sd", walk_sd, 1.0), ("dropout_rate", dropout_rate, 1.0)):
-        if isinstance(val, bool) or not isinstance(val, numbers.Real) or not 0.0 <= float(val) <= hi:
+        if isinstance(val, (bool, np.bool_)) or not isinstance(val, numbers.Real) or not 0.0 <= float(val) <= hi:
             raise InvalidOptionError(f"{name} must be a number in [0, {hi:g}]; got {val!r}.")
-    if isinstance(hiccup_factor, bool) or not isinstance(hiccup_factor, numbers.Real) or hiccup_factor < 1:
-        raise InvalidOptionError(f"hiccup_factor must be a number >= 1; got {hiccup_factor!r}.")
+    for name, val, lo, hi in (("hiccup_factor", hiccup_factor, 1.0, 1e6), ("deadline_factor", deadline_factor, 1e-3, 1e6),
+                              ("step_rate", 0.0 if step_rate is None else step_rate, 0.0, 1.0)):
+        if isinstance(val, (bool, np.bool_)) or not isinstance(val, numbers.Real) or not lo <= float(val) <= hi:
+            raise InvalidOptionError(f"{name} must be a number in [{lo:g}, {hi:g}]; got {val!r}.")
     rng = np.random.default_rng(seed)
 
     # ---- base speeds, knees, caps
@@ -313,8 +352,14 @@ class SimulationResult:
         Speeds the policy predicted for each iteration (NaN where it had none).
     efficiency : float
         Time-weighted efficiency ``sum(oracle_time) / sum(iteration_time)``.
+        In FL, where a round may lose samples (dropped or late clients),
+        seconds per aggregated sample: ``(sum(oracle_time) / sum(oracle_samples))
+        / (sum(iteration_time) / sum(samples))`` -- a policy cannot look fast by
+        losing work; 0 when nothing was aggregated.
     compute_efficiency : float
         The same without communication time.
+    samples, oracle_samples : ndarray of float64, shape (T,) or None
+        (FL) samples aggregated per round by the policy and by the oracle.
     bsp_efficiency : float or None
     speedup_vs_bsp : float or None
         ``sum(bsp_time) / sum(iteration_time)``.
@@ -342,22 +387,42 @@ class SimulationResult:
     tuner: dict = None
     warmup: int = 10
     extra: dict = field(default_factory=dict)
+    samples: np.ndarray = None
+    oracle_samples: np.ndarray = None
+    bsp_samples: np.ndarray = None
+
+    def _per_sample(self, time, got):
+        """Seconds per aggregated sample (``time`` alone when every round aggregates the batch)."""
+        if got is None:
+            return float(time.sum())
+        n = float(got.sum())
+        return float(time.sum()) / n if n > 0 else np.inf
+
+    def _ratio(self, num_time, num_got, den_time, den_got):
+        num, den = self._per_sample(num_time, num_got), self._per_sample(den_time, den_got)
+        if not np.isfinite(den):
+            return 0.0
+        return float(num / den)
 
     @property
     def efficiency(self):
-        return float(self.oracle_time.sum() / self.iteration_time.sum())
+        return self._ratio(self.oracle_time, self.oracle_samples, self.iteration_time, self.samples)
 
     @property
     def compute_efficiency(self):
-        return float(self.oracle_compute.sum() / self.compute_time.sum())
+        return self._ratio(self.oracle_compute, self.oracle_samples, self.compute_time, self.samples)
 
     @property
     def bsp_efficiency(self):
-        return None if self.bsp_time is None else float(self.oracle_time.sum() / self.bsp_time.sum())
+        if self.bsp_time is None:
+            return None
+        return self._ratio(self.oracle_time, self.oracle_samples, self.bsp_time, self.bsp_samples)
 
     @property
     def speedup_vs_bsp(self):
-        return None if self.bsp_time is None else float(self.bsp_time.sum() / self.iteration_time.sum())
+        if self.bsp_time is None:
+            return None
+        return self._ratio(self.bsp_time, self.bsp_samples, self.iteration_time, self.samples)
 
     @property
     def prediction_error(self):
@@ -454,7 +519,7 @@ def _run(policy, sc, options, use_signals):
     comp = np.empty(T)
     sizes = np.empty((T, n), dtype=np.int64)
     pred = np.full((T, n), np.nan)
-    got = 0
+    got = np.zeros(T)
     for t in range(T):
         b = lb.batch_sizes
         sizes[t] = b
@@ -467,7 +532,7 @@ def _run(policy, sc, options, use_signals):
             # a round waits for the available clients up to the deadline; late work is lost
             done = avail & (true <= sc.deadline)
             comp[t] = min(sc.deadline, float(np.max(true[avail]))) if avail.any() else 0.0
-            got += int(b[done].sum())
+            got[t] = float(b[done].sum())
             compute_only = step_time(b, sc.speed[t], sc.knee)
             measured = np.where(avail, compute_only * sc.noise[t], np.inf)
             kw = {"upload_times": np.where(avail, sc.upload[t], np.inf)} if policy == "fl" else {}
@@ -479,12 +544,14 @@ def _run(policy, sc, options, use_signals):
         if use_signals:
             kw.update({k: v[t + 1] for k, v in sc.signals.items()})
         lb.observe(measured, **kw)
-    frac = got / float(B * T) if sc.kind == "fl" else 1.0
-    return it_time, comp, sizes, pred, frac, lb.tuner
+    if sc.kind != "fl":
+        got = None
+    return it_time, comp, sizes, pred, got, lb.tuner
 
 
-def simulate(policy="cpu", scenario=None, *, seed=0, signals=True, compare=True, policy_options=None,
-             warmup=10, **scenario_options):
+def simulate(policy: str = "cpu", scenario: "Scenario | None" = None, *, seed: int = 0, signals: bool = True,
+             compare: bool = True, policy_options: "dict | None" = None, warmup: int = 10,
+             **scenario_options) -> "SimulationResult":
     """Run an LB-BSP policy on a simulated non-dedicated cluster.
 
     Parameters
@@ -536,6 +603,13 @@ def simulate(policy="cpu", scenario=None, *, seed=0, signals=True, compare=True,
             f"scenario options {sorted(scenario_options)} cannot be combined with a ready scenario; "
             "pass them to make_scenario instead."
         )
+    for name, val in (("signals", signals), ("compare", compare)):
+        if not isinstance(val, (bool, np.bool_)):
+            raise InvalidOptionError(f"{name} must be True or False; got {val!r}.")
+    if policy_options is not None and not isinstance(policy_options, dict):
+        raise InvalidOptionError(
+            f"policy_options must be a dict of LoadBalancer options or None; got {type(policy_options).__name__}."
+        )
     options = dict(policy_options or {})
     if policy == "fl" and "deadline" not in options and scenario.deadline is not None:
         options["deadline"] = scenario.deadline
@@ -543,12 +617,15 @@ def simulate(policy="cpu", scenario=None, *, seed=0, signals=True, compare=True,
     sc = scenario
     T = sc.iterations
     oracle_c = sc.oracle_compute_times()
-    it_time, comp, sizes, pred, frac, tuner = _run(policy, sc, options, signals)
-    bsp = None
+    it_time, comp, sizes, pred, got, tuner = _run(policy, sc, options, signals)
+    bsp = bsp_got = None
     if compare:
-        bsp = _run("bsp", sc, {}, False)[0]
+        bsp, _, _, _, bsp_got, _ = _run("bsp", sc, {}, False)
+    frac = 1.0 if got is None else float(got.sum()) / float(sc.global_batch * T)
+    fl = sc.kind == "fl"
     return SimulationResult(
         policy=policy, scenario=sc, iteration_time=it_time, oracle_time=oracle_c + sc.comm_time,
         bsp_time=bsp, batch_sizes=sizes, predicted_speeds=pred, compute_time=comp,
         oracle_compute=oracle_c, samples_aggregated=frac, tuner=tuner, warmup=warmup,
+        samples=got, oracle_samples=sc.oracle_samples() if fl else None, bsp_samples=bsp_got,
     )

@@ -165,3 +165,13 @@ def test_balancer_accepts_scenario_caps_directly():
     sc = make_scenario("gpu", seed=3, iterations=5)
     lb = LoadBalancer(sc.global_batch, sc.n_workers, policy="gpu", memory_caps=sc.memory_caps)
     assert (lb.batch_sizes <= sc.memory_caps).all()
+
+
+def test_fl_efficiency_with_every_client_dropping_is_honest():
+    # was 7.0: the oracle waited past the deadline and the policy "won" by losing samples
+    r = simulate("fl", dropout_rate=1.0, compare=True)
+    assert 0.0 <= r.efficiency <= 1.0
+    assert r.samples_aggregated < 0.05 and r.efficiency < 0.2
+    assert (r.oracle_time <= r.scenario.deadline + 1e-12).all()
+    for d in (0.0, 0.1, 0.3):
+        assert 0.0 < simulate("fl", dropout_rate=d, compare=False).efficiency <= 1.0, d
