@@ -80,3 +80,36 @@ def test_observe_cost(policy, benchmark):
 
     lb = benchmark(run)
     assert lb.iteration == sc.iterations
+
+
+@pytest.mark.parametrize("policy", ["cpu", "gpu", "fl", "naive", "static", "cpu-ewma"])
+def test_observe_cost_at_federated_scale(policy, benchmark):
+    """Seconds per LoadBalancer.observe at n = 20,000 workers (one signal; FL with upload times).
+
+    The balancer and six warm-up observations are built outside the timed call;
+    each round times one observe.  Target: under 0.5 s, memory linear in n.
+    """
+    from hetplace.balance import LoadBalancer
+
+    n = 20_000
+    name, _, variant = policy.partition("-")
+    rng = np.random.default_rng(7)
+    v = rng.uniform(50.0, 150.0, n)
+    caps = np.full(n, 128) if name == "gpu" else None
+    lb = LoadBalancer(64 * n, n, policy=name, memory_caps=caps,
+                      **({"predictor": "ewma"} if variant == "ewma" else {}))
+
+    def inputs():
+        b = lb.batch_sizes
+        t = np.maximum(b, 10) / v * np.exp(0.05 * rng.standard_normal(n))
+        kw = {"cpu_avail": np.where(rng.random(n) < 0.1, 0.7, 1.0)}
+        if name == "fl":
+            kw["upload_times"] = rng.uniform(0.1, 0.3, n)
+        return (t,), kw
+
+    for _ in range(6):
+        args, kw = inputs()
+        lb.observe(*args, **kw)
+    out = benchmark.pedantic(lb.observe, setup=inputs, rounds=5, iterations=1)
+    assert out.sum() == 64 * n and (out >= 1).all()
+    assert benchmark.stats is None or benchmark.stats.stats.max < 0.5
