@@ -558,9 +558,10 @@ class LoadBalancer:
     Parameters
     ----------
     global_batch : int
-        B, samples per iteration; the sizes always sum to it.
+        B, samples per iteration, in [1, 2**53]; the sizes always sum to it.
     n_workers : int
-        Number of workers n.
+        Number of workers n, in [1, MAX_WORKERS] (1,000,000).  Memory and
+        time per :meth:`observe` are linear in n (about 0.1 s at n = 20,000).
     policy : {"cpu", "gpu", "fl", "bsp", "static", "naive"}, default "cpu"
         ``"bsp"``: equal sizes (the baseline).  ``"static"``: proportional to
         the first measured speeds, then fixed.  ``"naive"``: proportional to
@@ -569,7 +570,8 @@ class LoadBalancer:
         and memory caps, tuned per monitoring window.  ``"fl"``: federated
         rounds with upload times, a minimum share, a deadline and dropouts.
     memory_caps : array_like of int, shape (n,), optional
-        Largest batch each worker can hold (samples); default no cap.
+        Largest batch each worker can hold (samples, or inf); default no cap.
+        A cap above ``global_batch`` binds nothing and is kept as ``global_batch``.
     min_batch : int, default 1
         Smallest batch of any worker (for ``"fl"``: the minimum share).
     predictor : {"narx", "ewma"}, default "narx"
