@@ -142,12 +142,19 @@ def _is_real_type(t):
 def is_real_scalar(value):
     """True when ``value`` is one real number: int, float, numpy integer or floating, or a 0-d array of one.
 
-    Bools (``True`` is not 1.0 here), complex numbers, strings and arrays of
-    more than zero dimensions are not.
+    Bools (``True`` is not 1.0 here), complex numbers, strings, arrays of
+    more than zero dimensions and integers too large for a float64 are not.
     """
     if isinstance(value, np.ndarray):
-        return value.ndim == 0 and value.dtype.kind in "iuf"
-    return _is_real_type(type(value))
+        if value.ndim != 0 or value.dtype.kind not in "iuf":
+            return False
+    elif not _is_real_type(type(value)):
+        return False
+    try:
+        float(value)  # an integer beyond float64 is not one
+    except (OverflowError, TypeError, ValueError):
+        return False
+    return True
 
 
 def as_real_array(value, name, what="numbers", shape_text="", error=InvalidOptionError):

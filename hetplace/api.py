@@ -91,7 +91,9 @@ def place(problem, method: str = "auto", seed: "int | None" = None, **options) -
     info = {}
     if method == "auto":
         budget = options.pop("latency_budget", AUTO_LATENCY_BUDGET)
-        if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not budget > 0:
+        from ._validation import is_real_scalar
+
+        if not is_real_scalar(budget) or not float(budget) > 0:  # numpy floats too; not bool or complex
             raise InvalidOptionError(f"latency_budget must be a positive number of seconds; got {budget!r}.")
         method = _auto_choice(problem, float(budget))
         info["auto_choice"] = method

@@ -144,24 +144,50 @@ def _seed_jobs(problem, order):
 
 
 def _seed_by_matching(problem):
-    """One worker per job from a bipartite matching of jobs to workers (always exists)."""
+    """One worker per job from a bipartite matching of jobs to worker classes (always exists).
+
+    Kuhn's augmenting paths on classes with capacities (their sizes), jobs in
+    index order, each trying its classes best first; then every class gives
+    its workers, lowest index first, to its jobs in index order.  The
+    depth-first search runs on an explicit stack of generators, so a path
+    through thousands of jobs does not hit Python's recursion limit.
+    """
     S, K = problem.n_jobs, problem.n_workers
-    rho = problem.worker_throughput
-    owner = np.full(K, -1, dtype=np.int64)
+    pool = _Pool(problem, np.full(K, -1, dtype=np.int64))
+    room = pool.free().tolist()
+    classes = [pool.prefs[i, : pool.n_allowed[i]].tolist() for i in range(S)]
+    holders = [[] for _ in range(pool.n_classes)]
 
     def augment(i, seen):
-        for k in np.argsort(-rho[i], kind="stable"):
-            if rho[i, k] <= 0 or seen[k]:
+        for c in classes[i]:
+            if seen[c]:
                 continue
-            seen[k] = True
-            if owner[k] < 0 or augment(owner[k], seen):
-                owner[k] = i
+            seen[c] = True
+            if len(holders[c]) < room[c]:
+                holders[c].append(i)
                 return True
+            for j in list(holders[c]):
+                if (yield j):  # yield: "find job j another class, tell me if it worked"
+                    holders[c].remove(j)
+                    holders[c].append(i)
+                    return True
         return False
 
     for i in range(S):
-        augment(i, np.zeros(K, dtype=bool))
-    return owner
+        seen = [False] * pool.n_classes
+        stack, result = [augment(i, seen)], None
+        while stack:
+            try:
+                stack.append(augment(stack[-1].send(result), seen))
+                result = None
+            except StopIteration as done:
+                stack.pop()
+                result = done.value
+    worker_job = np.full(K, -1, dtype=np.int64)
+    for c, jobs in enumerate(holders):
+        if jobs:
+            pool.assign(worker_job, np.sort(jobs), c, np.arange(len(jobs)))
+    return worker_job
 
 
 def equal_sizes(n_workers, n_jobs, max_workers=None):

@@ -6,7 +6,7 @@ import numpy as np
 
 from ._validation import as_real_array
 from .errors import InvalidPlacementError, InvalidProblemTypeError, MissingDependencyError
-from .problem import Problem
+from .problem import Problem, _compact
 
 __all__ = ["Placement", "evaluate", "is_feasible", "largest_remainder_shares"]
 
@@ -88,7 +88,9 @@ def is_feasible(problem: Problem, worker_job: "np.typing.ArrayLike") -> bool:
     return True
 
 
-def largest_remainder_shares(batch: "np.typing.ArrayLike", worker_job: "np.typing.ArrayLike", rho: "np.typing.ArrayLike") -> np.ndarray:
+def largest_remainder_shares(
+    batch: "np.typing.ArrayLike", worker_job: "np.typing.ArrayLike", rho: "np.typing.ArrayLike",
+) -> np.ndarray:
     """Integer per-worker shares of each job's batch, proportional to speed.
 
     Parameters
@@ -177,7 +179,10 @@ class Placement:
         Method-specific details (timings, samples, bound, ...).
     """
 
-    def __init__(self, problem: Problem, worker_job: "np.typing.ArrayLike", method: str = "given", info: "dict | None" = None) -> None:
+    def __init__(
+        self, problem: Problem, worker_job: "np.typing.ArrayLike", method: str = "given",
+        info: "dict | None" = None,
+    ) -> None:
         # every placement is checked, whatever built it: a job above its max_workers,
         # a job without workers or a worker on a type its job cannot use is an error, never a number
         _check_problem(problem)
@@ -305,11 +310,13 @@ class Placement:
     def __repr__(self):
         return (
             f"Placement(method={self.method!r}, mean_jct={self.mean_jct:.6g}, "
-            f"fairness={self.fairness:.3f}, n_workers={self.n_workers.tolist()})"
+            f"fairness={self.fairness:.3f}, n_workers={_compact(self.n_workers)})"
         )
 
 
-def evaluate(problem: Problem, worker_job: "np.typing.ArrayLike", *, method: str = "given", info: "dict | None" = None) -> "Placement":
+def evaluate(
+    problem: Problem, worker_job: "np.typing.ArrayLike", *, method: str = "given", info: "dict | None" = None,
+) -> "Placement":
     """Evaluate a worker -> job assignment.
 
     Parameters

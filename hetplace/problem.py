@@ -160,6 +160,14 @@ def _names(value, name, n, prefix):
     return names
 
 
+def _compact(values, head=8):
+    """``[a, b, ...]`` text of an integer vector: all of it when short, else its first ``head`` entries."""
+    values = np.asarray(values).tolist()
+    if len(values) <= head:
+        return str(values)
+    return "[" + ", ".join(str(v) for v in values[:head]) + f", ...] ({len(values)} entries)"
+
+
 def _frozen(arr):
     arr = np.ascontiguousarray(arr)
     arr.setflags(write=False)
@@ -482,5 +490,5 @@ class Problem:
         speeds = "uniform" if self.uniform_speed else "per-worker"
         return (
             f"Problem(n_jobs={self.n_jobs}, n_types={self.n_types}, n_workers={self.n_workers}, "
-            f"type_counts={self.type_counts.tolist()}, communication={comm}, speeds={speeds})"
+            f"type_counts={_compact(self.type_counts)}, communication={comm}, speeds={speeds})"
         )

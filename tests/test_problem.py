@@ -95,3 +95,129 @@ def test_arrays_are_read_only_and_roundtrip():
 def test_scalar_per_job_values_broadcast():
     p = make(iterations=10)
     np.testing.assert_array_equal(p.iterations, [10, 10])
+
+
+# ---------------------------------------------------------------- hostile numbers
+def test_type_counts_sum_overflow_is_rejected():
+    # each count passes alone; their int64 sum wraps to 3 and np.repeat used to segfault
+    with pytest.raises(InvalidProblemError, match=r"type_counts sums to 18446744073709551619; at most 1000000"):
+        hp.Problem([[1.0] * 5], [2**62, 2**62, 2**62, 2**62, 3], [1], [1])
+
+
+def test_worker_total_limit_applies_to_the_exact_sum():
+    hp.Problem([[1.0, 1.0]], [500_000, 500_000], [1], [1])  # exactly the limit
+    with pytest.raises(InvalidProblemError, match=r"type_counts sums to 1000001"):
+        hp.Problem([[1.0, 1.0]], [500_000, 500_001], [1], [1])
+    with pytest.raises(InvalidProblemError, match=r"type_counts holds an integer too large for a float64"):
+        hp.Problem([[1.0]], [10**400], [1], [1])
+
+
+@pytest.mark.parametrize("batch", [2**53 + 1, np.uint64(2**64 - 1), 2**70])
+def test_batch_above_count_max_is_rejected_exactly(batch):
+    # 2**53 + 1 rounds to 2**53 as a float: the check compares the integers themselves
+    with pytest.raises(InvalidProblemError, match=r"batch must be at most 2\*\*53 = 9007199254740992; got \d+ for job 1"):
+        make(batch=[64, batch])
+
+
+def test_batch_at_count_max_is_accepted():
+    assert make(batch=[64, 2**53]).batch[1] == 2.0**53
+
+
+@pytest.mark.parametrize(
+    "kw, pattern",
+    [
+        (dict(bandwidth=1e-300, grad_bytes=[1e6, 1e6]), r"bandwidth must be 0 or of magnitude in \[1e-30, 1e\+30\].*got 1e-300"),
+        (dict(bandwidth=1e31), r"bandwidth must be 0 or of magnitude in \[1e-30, 1e\+30\]"),
+        (dict(throughput=[[1e308, 5e307], [1e307, 0.0]]), r"throughput must be 0 or of magnitude .*got 1e\+308 at index \(0, 0\)"),
+        (dict(throughput=[[1e-31, 1.0], [1.0, 0.0]]), r"throughput must be 0 or of magnitude .*got 1e-31 at index \(0, 0\)"),
+        (dict(iterations=[1e308, 1.0]), r"iterations must be 0 or of magnitude .*got 1e\+308 at index 0"),
+        (dict(iterations=[1.0, 1e-31]), r"iterations must be 0 or of magnitude .*got 1e-31 at index 1"),
+        (dict(grad_bytes=[1e31, 0.0]), r"grad_bytes must be 0 or of magnitude .*got 1e\+31 at index 0"),
+        (dict(grad_bytes=[0.0, 1e-40]), r"grad_bytes must be 0 or of magnitude .*got 1e-40 at index 1"),
+        (dict(worker_speed=[1.0, 1e-200, 1.0]), r"worker_speed must be 0 or of magnitude .*got 1e-200 at index 1"),
+    ],
+)
+def test_values_outside_the_supported_range_are_rejected(kw, pattern):
+    with pytest.raises(InvalidProblemError, match=pattern):
+        make(**kw)
+
+
+def test_supported_range_edges_are_accepted():
+    p = make(throughput=[[1e-30, 1e30], [1e30, 0.0]], iterations=[1e30, 1e-30],
+             grad_bytes=[1e30, 1e-30], bandwidth=1e-30, worker_speed=[1.0, 1e-30, 1.0])
+    assert np.all(np.isfinite(p.comm_time)) and np.all(np.isfinite(p.jct_alone))
+
+
+@pytest.mark.parametrize(
+    "kw, pattern",
+    [
+        (dict(throughput=[["40", 1.0], [1.0, 1.0]]), r"throughput must be numbers \(real, not bool or complex\); got a string, '40' at index \(0, 0\)"),
+        (dict(throughput=[[1.0, "40"], [1.0, 1.0]]), r"got a string, '40' at index \(0, 1\)"),
+        (dict(throughput=np.array([[1.0, 2.0], [3.0, 1.0]], dtype=object) + 1j), r"throughput .*got a complex number, \(1\+1j\) at index \(0, 0\)"),
+        (dict(throughput=[[1 + 1j, 1.0], [1.0, 1.0]]), r"throughput .*got a complex number, \(1\+1j\)"),
+        (dict(throughput=np.array([[1.0, 2.0], [3.0, 1.0]]) + 0j), r"throughput .*got a complex number"),
+        (dict(throughput=[[True, 1.0], [1.0, 1.0]]), r"throughput .*got a bool, True at index \(0, 0\)"),
+        (dict(throughput=np.ones((2, 2), dtype=bool)), r"throughput .*got a bool, True"),
+        (dict(type_counts=[True, 1]), r"type_counts .*got a bool, True at index 0"),
+        (dict(type_counts=[2, None]), r"type_counts .*got None at index 1"),
+        (dict(batch=[64, 1 + 0j]), r"batch .*got a complex number"),
+        (dict(batch=[64.0, True]), r"batch .*got a bool, True at index 1"),
+        (dict(iterations=np.array([100, 50], dtype=np.complex128)), r"iterations .*got a complex number"),
+        (dict(iterations=np.array(["100", "50"])), r"iterations .*got a string, '100' at index 0"),
+        (dict(grad_bytes=[b"1", 0.0]), r"grad_bytes .*got a string"),
+        (dict(worker_speed=[1.0, 0.5 + 0j, 1.0]), r"worker_speed .*got a complex number"),
+        (dict(bandwidth=True), r"bandwidth must be a number of bytes/s .*got a bool, True"),
+        (dict(bandwidth=np.bool_(True)), r"bandwidth .*got a bool"),
+        (dict(bandwidth=1e9 + 0j), r"bandwidth .*got a complex number"),
+        (dict(bandwidth=[1e9]), r"bandwidth must be a single number of bytes/s"),
+    ],
+)
+def test_non_real_elements_are_rejected(kw, pattern):
+    with pytest.raises(InvalidProblemTypeError, match=pattern) if "single number" not in pattern else \
+            pytest.raises(InvalidProblemError, match=pattern):
+        make(**kw)
+
+
+@pytest.mark.parametrize("bw", [np.float64(1e9), np.array(1e9), np.float32(1e9), np.int64(10**9), 10**9])
+def test_zero_dim_and_numpy_scalar_bandwidth_is_accepted(bw):
+    assert make(grad_bytes=[1e6, 1e6], bandwidth=bw).bandwidth == float(bw)
+
+
+def test_exotic_real_numbers_are_accepted():
+    from decimal import Decimal
+    from fractions import Fraction
+
+    p = make(throughput=[[Fraction(10), Decimal("20")], [5, 0]], type_counts=np.array([2, 1], dtype=np.uint8),
+             batch=np.array([64, 32], dtype=np.int16), iterations=[np.float32(100), 50])
+    np.testing.assert_array_equal(p.throughput, [[10, 20], [5, 0]])
+    assert p.n_workers == 3
+
+
+# ------------------------------------------------------------------------- pandas
+def test_dataframe_throughput_keeps_its_labels():
+    pd = pytest.importorskip("pandas")
+    df = pd.DataFrame([[10.0, 20.0], [5.0, 0.0]], index=["resnet", "bert"], columns=["v100", "k80"])
+    p = hp.Problem(df, [2, 1], [64, 32], [100, 50])
+    assert p.job_names == ("resnet", "bert") and p.type_names == ("v100", "k80")
+    np.testing.assert_array_equal(p.throughput, df.to_numpy())
+    # explicit names win; a default 0..n-1 index keeps the default names
+    assert hp.Problem(df, [2, 1], [64, 32], [100, 50], job_names=["a", "b"]).job_names == ("a", "b")
+    assert hp.Problem(pd.DataFrame([[1.0, 2.0]]), [1, 1], [4], [1]).job_names == ("job0",)
+
+
+def test_labelled_series_are_aligned_with_the_job_and_type_names():
+    pd = pytest.importorskip("pandas")
+    df = pd.DataFrame([[10.0, 20.0], [5.0, 0.0]], index=["resnet", "bert"], columns=["v100", "k80"])
+    p = hp.Problem(df, pd.Series({"k80": 1, "v100": 2}), pd.Series({"bert": 32, "resnet": 64}),
+                   pd.Series([100.0, 50.0]))  # an unlabelled Series is taken in order
+    np.testing.assert_array_equal(p.type_counts, [2, 1])
+    np.testing.assert_array_equal(p.batch, [64, 32])
+    np.testing.assert_array_equal(p.iterations, [100, 50])
+    with pytest.raises(InvalidProblemError, match=r"batch is labelled \['resnet', 'gpt'\], which are not the job names"):
+        hp.Problem(df, [2, 1], pd.Series({"resnet": 64, "gpt": 32}), [100, 50])
+
+
+def test_problem_repr_is_compact():
+    p = hp.Problem(np.ones((1, 50)), np.ones(50, dtype=int), [64], [1])
+    assert len(repr(p)) < 200 and "..." in repr(p) and "(50 entries)" in repr(p)
+    assert "type_counts=[2, 1]" in repr(make())
