@@ -7,10 +7,14 @@ import numpy as np
 from ._validation import COUNT_MAX, REAL_MAX, REAL_MIN, as_real_array, check_count_total, check_real_range
 from .errors import InvalidProblemError, InvalidProblemTypeError
 
-__all__ = ["Problem", "MAX_WORKERS"]
+__all__ = ["Problem", "MAX_WORKERS", "MAX_TABLE_CELLS"]
 
 #: Most workers (the exact sum of ``type_counts``) a problem may have.
 MAX_WORKERS = 1_000_000
+#: Most cells ``S * (K + 1)`` of the dense per-job tables a Problem builds
+#: (``worker_throughput``, ``comm_time``, ``size_cost``: 4 GiB each at the limit),
+#: checked before anything is allocated.
+MAX_TABLE_CELLS = 2**29
 
 _RANGE_FIX = "Rescale the units (e.g. samples per hour instead of per second, or MB instead of bytes)."
 
@@ -310,6 +314,13 @@ class Problem:
                 "Add workers or place the jobs in several rounds."
             )
 
+        if S * (K + 1) > MAX_TABLE_CELLS:
+            raise InvalidProblemError(
+                f"{S} jobs on {K} workers need dense (n_jobs, n_workers + 1) tables of {S * (K + 1):,} cells; "
+                f"at most {MAX_TABLE_CELLS:,} are supported (4 GiB per table). Place the jobs in several "
+                "rounds or split the cluster."
+            )
+
         usable = rho[:, counts > 0] > 0
         stranded = np.flatnonzero(~usable.any(axis=1))
         if stranded.size:
@@ -385,10 +396,14 @@ class Problem:
         # A worker whose share of the batch rounds to no sample does no work, so a
         # job can use at most ``batch`` workers: sizes above that are infeasible.
         self.max_workers = _frozen(np.minimum(batch_arr, K).astype(np.int64))
-        cost = comm.copy()
-        over = n[None, :] > self.max_workers[:, None]
-        cost[over] = math.inf
-        self.size_cost = _frozen(cost)
+        capped = np.flatnonzero(self.max_workers < K)
+        if capped.size:
+            cost = comm.copy()
+            for i in capped:  # row by row: no (S, K + 1) temporary
+                cost[i, self.max_workers[i] + 1:] = math.inf
+            self.size_cost = _frozen(cost)
+        else:
+            self.size_cost = self.comm_time  # no size is capped: the same table
         self._check_coverable()
         self._jct_alone = None
 

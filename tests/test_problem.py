@@ -221,3 +221,22 @@ def test_problem_repr_is_compact():
     p = hp.Problem(np.ones((1, 50)), np.ones(50, dtype=int), [64], [1])
     assert len(repr(p)) < 200 and "..." in repr(p) and "(50 entries)" in repr(p)
     assert "type_counts=[2, 1]" in repr(make())
+
+
+def test_dense_tables_over_the_cell_limit_are_rejected_before_allocating():
+    # 3,000 jobs on 1,000,000 workers would need three 24 GB tables: refused with the limit, at once
+    import tracemalloc
+
+    tracemalloc.start()
+    with pytest.raises(InvalidProblemError, match=r"at most 536,870,912 are supported"):
+        hp.Problem(np.ones((3000, 1)), [1_000_000], np.full(3000, 64), np.full(3000, 10.0))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 64 * 2**20
+
+
+def test_size_cost_is_comm_time_where_no_size_is_capped():
+    p = hp.Problem([[1.0, 2.0]], [2, 2], [64], [10], grad_bytes=[1e6], bandwidth=1e9)
+    assert p.size_cost is p.comm_time
+    q = hp.Problem([[1.0, 2.0]], [2, 2], [2], [10], grad_bytes=[1e6], bandwidth=1e9)
+    assert np.array_equal(q.size_cost[0, :3], q.comm_time[0, :3]) and np.all(np.isinf(q.size_cost[0, 3:]))
