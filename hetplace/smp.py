@@ -548,7 +548,8 @@ def smp_place(problem, seed=None, **options):
     )
     cats = np.ascontiguousarray(fit_sizes(cats, problem.max_workers), dtype=np.int64)
     t1 = time.perf_counter()
-    out_wj, out_total, out_stats, modes = _run(problem, cats, opts)
+    with np.errstate(divide="ignore", invalid="ignore"):  # the python backend's numpy scalars, as IEEE (docs of _core._jit)
+        out_wj, out_total, out_stats, modes = _run(problem, cats, opts)
     t2 = time.perf_counter()
     if not np.isfinite(out_total).any():
         # every sampled category was infeasible for the allowed pairs: fall back to greedy

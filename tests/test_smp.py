@@ -164,3 +164,13 @@ def test_bad_options(kw, pattern):
 def test_unknown_method_lists_valid_ones():
     with pytest.raises(InvalidOptionError, match=r"method='fast' is not valid; choose one of 'equal', 'random', 'greedy', 'exact', 'auto', 'smp'"):
         hp.place(random_problem(1), method="fast")
+
+
+def test_cancelling_throughputs_give_the_same_placement_on_every_backend():
+    # X - rho cancels to 0 in float64 (1e29 + 1 - 1e29): Numba raised ZeroDivisionError (SystemError
+    # from the prange driver) where Cython and Python take the IEEE inf; one error model now (_core._jit)
+    p = hp.Problem(throughput=[[1.0, 1e29], [1.0, 2.0**31]], type_counts=[2, 2], batch=[64, 32],
+                   iterations=[100.0, 50.0], grad_bytes=[1e6, 2e6], bandwidth=1e8)
+    got = {b: hp.place(p, method="smp", backend=b, samples=8, seed=3).worker_job.tolist()
+           for b in ("python", "numba", "cython")}
+    assert got["python"] == got["numba"] == got["cython"]

@@ -25,6 +25,7 @@ import math
 
 import numpy as np
 from numba import njit
+from ._jit import JIT
 
 from ._rng_nb import rand_below_k, rand_open01_k, rand_u01_k, splitmix64, stream_key
 
@@ -58,7 +59,7 @@ _ZERO = np.uint64(0)
 # ----------------------------------------------------------------------------
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def rank_category(sizes, K, S, exact, binom):
     """Rank (int64) of the category ``sizes[:S]`` in lexicographic order."""
     total = np.int64(K) if exact else np.int64(K) + 1
@@ -73,7 +74,7 @@ def rank_category(sizes, K, S, exact, binom):
     return rank
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def unrank_category(rank, K, S, exact, binom, out):
     """Write the category of rank ``rank`` into ``out[:S]`` (O(S log K))."""
     total = np.int64(K) if exact else np.int64(K) + 1
@@ -100,14 +101,14 @@ def unrank_category(rank, K, S, exact, binom, out):
         out[S - 1] = R
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def unrank_categories(ranks, K, S, exact, binom, out):
     """Unrank every entry of ``ranks`` into the rows of ``out`` (len(ranks), S)."""
     for j in range(ranks.shape[0]):
         unrank_category(ranks[j], K, S, exact, binom, out[j])
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def enumerate_categories(K, S, exact, out):
     """Fill ``out`` (C, S) with all categories in rank order."""
     total = np.int64(K) if exact else np.int64(K) + 1
@@ -136,7 +137,7 @@ def enumerate_categories(K, S, exact, out):
 # ----------------------------------------------------------------------------
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def sample_uniform_reservoir(seed, C, N, K, S, exact, binom, out, ranks):
     """Algorithm L (Li 1994) over ranks [0, C), N < C; returns counters used."""
     key = stream_key(seed, STREAM_UNIFORM)
@@ -160,7 +161,7 @@ def sample_uniform_reservoir(seed, C, N, K, S, exact, binom, out, ranks):
     return ctr
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def _hash_row(row, S):
     h = HASH_INIT
     for i in range(S):
@@ -170,7 +171,7 @@ def _hash_row(row, S):
     return h
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def _set_insert(table, h):
     """Insert ``h`` (non-zero uint64) into the open-addressing set; False if present."""
     mask = np.uint64(table.shape[0] - 1)
@@ -185,7 +186,7 @@ def _set_insert(table, h):
         p = (p + _ONE) & mask
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def _pow2_at_least(n):
     p = np.int64(1)
     while p < n:
@@ -193,7 +194,7 @@ def _pow2_at_least(n):
     return p
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def _small_insert(table, t):
     """Insert ``t`` (uint64 >= 1) into a hash set probed from splitmix64(t); False if present."""
     mask = np.uint64(table.shape[0] - 1)
@@ -208,7 +209,7 @@ def _small_insert(table, t):
         p = (p + _ONE) & mask
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def _floyd_scratch(K, S, exact):
     """Scratch for _floyd_category: byte map of n+1 entries when n <= 64 (m + 16),
     else (empty map and) a hash set of >= 2m + 2 slots."""
@@ -224,7 +225,7 @@ def _floyd_scratch(K, S, exact):
     return mark, small, chosen
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def _floyd_category(key, ctr, K, S, exact, mark, small, chosen, row):
     """Uniform category by Floyd's subset algorithm; returns the new counter."""
     n = np.int64(K) - 1 if exact else np.int64(K)
@@ -264,7 +265,7 @@ def _floyd_category(key, ctr, K, S, exact, mark, small, chosen, row):
     return ctr
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def sample_uniform_direct(seed, N, K, S, exact, out):
     """N distinct uniform categories (Floyd), draw order; returns counters used."""
     key = stream_key(seed, STREAM_DIRECT)
@@ -287,7 +288,7 @@ def sample_uniform_direct(seed, N, K, S, exact, out):
 # ----------------------------------------------------------------------------
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def _log_table(K):
     top = min(np.int64(K), LOG_TABLE_MAX)
     t = np.zeros(top + 1, dtype=np.float64)
@@ -296,7 +297,7 @@ def _log_table(K):
     return t
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def _log_centre(centre):
     S = centre.shape[0]
     t = np.empty(S, dtype=np.float64)
@@ -305,7 +306,7 @@ def _log_centre(centre):
     return t
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def _log_distance(row, logc, logn, S):
     top = logn.shape[0] - 1
     acc = 0.0
@@ -320,12 +321,12 @@ def _log_distance(row, logc, logn, S):
     return math.sqrt(acc / S)
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def _heap_worse(hk, hp, a, b):
     return hk[a] > hk[b] or (hk[a] == hk[b] and hp[a] > hp[b])
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def _sift_up(heap, hk, hp, j):
     while j > 0:
         parent = (j - 1) // 2
@@ -338,7 +339,7 @@ def _sift_up(heap, hk, hp, j):
             break
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def _sift_down(heap, hk, hp, n):
     j = 0
     while True:
@@ -357,7 +358,7 @@ def _sift_down(heap, hk, hp, n):
             break
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def _offer(heap, hk, hp, count, N, key_val, pos):
     """Offer (key, pos) to the max-heap reservoir; return the slot to fill or -1."""
     if count < N:
@@ -376,7 +377,7 @@ def _offer(heap, hk, hp, count, N, key_val, pos):
     return np.int64(-1)
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def sample_weighted_enum(seed, cats, K, centre, base_index, spread, N, out_index, out_key):
     """A-Res over all rows of ``cats`` (C, S); returns min(N, C)."""
     C = cats.shape[0]
@@ -406,7 +407,7 @@ def sample_weighted_enum(seed, cats, K, centre, base_index, spread, N, out_index
     return count
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def _perturb_category(key, ctr, K, S, exact, centre, spread_b, y, row):
     """Perturbed, rounded candidate around ``centre``; returns the new counter."""
     b = spread_b * -math.log(rand_open01_k(key, ctr))
@@ -463,7 +464,7 @@ def _perturb_category(key, ctr, K, S, exact, centre, spread_b, y, row):
     return ctr
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def sample_weighted_perturb(seed, N, M, K, S, exact, centre, base, spread,
                             out, out_key, out_pos):
     """A-Res over perturbed candidates around ``centre`` (see _categories_py); returns N."""

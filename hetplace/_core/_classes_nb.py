@@ -30,6 +30,7 @@ for bit.  Private: inputs are trusted (built by :mod:`hetplace.smp`).
 
 import numpy as np
 from numba import njit
+from ._jit import JIT
 from numba.extending import register_jitable
 
 from ._matching_nb import auction_kernel
@@ -199,7 +200,7 @@ def _after_round(r, status, rhoC, work, comm, sizes, unit_col, X, Xt, n, cnt, pr
     return False, best
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def class_market(rhoC, work, comm, mc, sizes, max_rounds, cnt_best, stats, fws, iws):
     """One SMP category on worker classes (iterated linearised market, docs/model.md §3.8).
 
@@ -541,4 +542,4 @@ def polish_classes_impl(rhoC, work, comm, mc, cnt, max_steps):
     return steps
 
 
-polish_classes = njit(cache=True, nogil=True)(polish_classes_impl)
+polish_classes = njit(**JIT)(polish_classes_impl)

@@ -4,12 +4,13 @@ Kernel: inputs are trusted (validated by :mod:`hetplace.exact`); no checks here.
 Compiled lazily on first call and cached on disk (``cache=True``).
 """
 import numba as nb
+from ._jit import JIT
 import numpy as np
 
 __all__ = ["type_dp"]
 
 
-@nb.njit(cache=True)
+@nb.njit(**JIT)
 def type_dp(rho, work, size_cost, radix):
     """Minimum total JCT over type-count matrices, with the argmin.
 

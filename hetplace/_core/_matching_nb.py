@@ -2,7 +2,7 @@
 
 Private: inputs are trusted (validated by :mod:`hetplace.matching`, or built by
 the SMP driver); nothing here checks shapes, dtypes or values.  Every kernel is
-``@njit(cache=True, nogil=True)``, allocates nothing (callers pass work
+``@njit(**JIT)``, allocates nothing (callers pass work
 buffers), and performs exactly the floating-point operations, in exactly the
 order, of :mod:`hetplace._core._matching_py` and :mod:`hetplace._core._matching`
 so that the three backends agree bit for bit.
@@ -32,6 +32,7 @@ Their contents on entry do not matter.
 
 import numpy as np
 from numba import njit
+from ._jit import JIT
 
 from ._matching_py import (  # noqa: F401  (re-exported: shared by all backends)
     FORM_ORDINAL,
@@ -55,7 +56,7 @@ __all__ = [
 ]
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def _sort_desc(keys, idx, n, tmp):
     """Sort ``idx[0:n]`` by ``keys[idx]`` descending, ties by index ascending.
 
@@ -118,7 +119,7 @@ def _sort_desc(keys, idx, n, tmp):
             idx[t] = tmp[t]
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def _cell_find(cell_cls, cellpos, cls_first, off, ncell, m, c):
     """Position (within job m's cells) of class c's cell, or -1."""
     if cls_first[c + 1] - cls_first[c] == 1:
@@ -129,7 +130,7 @@ def _cell_find(cell_cls, cellpos, cls_first, off, ncell, m, c):
     return -1
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def auction_kernel(vals_t, scale, lo, caps, worker_job, job_price, stats, fws, iws):
     """Welfare-maximising assignment by an exact ascending-price auction.
 
@@ -484,7 +485,7 @@ def auction_kernel(vals_t, scale, lo, caps, worker_job, job_price, stats, fws, i
     return status
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def job_order_kernel(vals, lo, job_order, order_len, tmp):
     """Preference lists of the jobs: acceptable workers by value, best first.
 
@@ -516,7 +517,7 @@ def job_order_kernel(vals, lo, job_order, order_len, tmp):
     return 0
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def relative_rank_kernel(rho, worker_rank):
     """Workers' ranking of jobs in the market: relative speed.
 
@@ -539,7 +540,7 @@ def relative_rank_kernel(rho, worker_rank):
     return 0
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def gale_shapley_kernel(job_order, order_len, worker_rank, caps, worker_job, stats, iws):
     """Job-proposing deferred acceptance with slots (ordinal form).
 
@@ -619,7 +620,7 @@ def gale_shapley_kernel(job_order, order_len, worker_rank, caps, worker_job, sta
     return status
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def market_category_kernel(rho, work, comm_time, sizes, form, max_rounds,
                            job_order, order_len, worker_rank,
                            worker_job, stats, fws, iws):

@@ -19,6 +19,7 @@ floating-point operations in the same order.
 
 import numpy as np
 from numba import njit
+from ._jit import JIT
 from numba.extending import register_jitable
 
 
@@ -185,4 +186,4 @@ def polish_impl(rho, work, comm, worker_type, speed, uniform, worker_job, max_st
     return steps
 
 
-polish = njit(cache=True, nogil=True)(polish_impl)
+polish = njit(**JIT)(polish_impl)

@@ -34,6 +34,7 @@ the SMP driver use small stream ids (e.g. the sample index).
 
 import numpy as np
 from numba import njit
+from ._jit import JIT
 
 __all__ = [
     "splitmix64",
@@ -61,7 +62,7 @@ _TWO_M53 = 1.0 / 9007199254740992.0  # 2**-53
 _TWO_M54 = 0.5 / 9007199254740992.0  # 2**-54
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def splitmix64(x):
     """SplitMix64 output function of ``x`` (uint64 -> uint64)."""
     z = np.uint64(x) + GOLDEN
@@ -70,43 +71,43 @@ def splitmix64(x):
     return z ^ (z >> _S31)
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def stream_key(seed, stream):
     """Key of stream ``stream`` under ``seed`` (uint64)."""
     return splitmix64(np.uint64(seed) ^ (np.uint64(stream) * STREAM_MUL))
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def rand_u64_k(key, counter):
     """``counter``-th 64-bit draw of the stream with key ``key``."""
     return splitmix64(np.uint64(key) + np.uint64(counter) * GOLDEN)
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def rand_u64(seed, stream, counter):
     """64-bit draw number ``counter`` of stream ``stream`` under ``seed`` (uint64)."""
     return rand_u64_k(stream_key(seed, stream), counter)
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def rand_u01_k(key, counter):
     """Uniform double in ``[0, 1)`` with 53 random bits."""
     return np.float64(rand_u64_k(key, counter) >> _S11) * _TWO_M53
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def rand_u01(seed, stream, counter):
     """Uniform double in ``[0, 1)``: ``(rand_u64 >> 11) * 2**-53``."""
     return rand_u01_k(stream_key(seed, stream), counter)
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def rand_open01_k(key, counter):
     """Uniform double in ``(0, 1)``: ``rand_u01 + 2**-54`` (exact)."""
     return np.float64(rand_u64_k(key, counter) >> _S11) * _TWO_M53 + _TWO_M54
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def rand_below_k(key, counter, n):
     """Unbiased integer in ``[0, n)`` (``n >= 1``), as int64; one counter value."""
     un = np.uint64(n)
@@ -119,13 +120,13 @@ def rand_below_k(key, counter, n):
         x = splitmix64(x)
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def rand_below(seed, stream, counter, n):
     """Unbiased integer in ``[0, n)`` (``1 <= n < 2**63``), as int64."""
     return rand_below_k(stream_key(seed, stream), counter, n)
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def rand_u01_fill(seed, stream, out):
     """``out[c] = rand_u01(seed, stream, c)`` for every ``c`` (benchmarks, tests)."""
     key = stream_key(seed, stream)

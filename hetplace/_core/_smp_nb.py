@@ -12,13 +12,14 @@ plain-Python twin of these loops).  ``run_samples_classes`` and
 
 import numpy as np
 from numba import njit, prange
+from ._jit import JIT
 
 from ._classes_nb import class_market, class_totals, counts_of, expand_counts, polish_classes
 from ._matching_nb import market_category_kernel
 from ._polish_nb import assignment_total, polish
 
 
-@njit(cache=True, nogil=True)
+@njit(**JIT)
 def _one_sample(rho, work, comm, sizes, form, max_rounds, job_order, order_len, worker_rank,
                 wj, stats, nf, ni):
     fws = np.empty(nf)
@@ -31,7 +32,7 @@ def _one_sample(rho, work, comm, sizes, form, max_rounds, job_order, order_len, 
     return total
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(parallel=True, **JIT)
 def run_samples(rho, work, comm, worker_type, speed, uniform, cats, form, max_rounds,
                 job_order, order_len, worker_rank, do_polish, max_steps,
                 out_wj, out_total, out_stats, nf, ni):
@@ -46,7 +47,7 @@ def run_samples(rho, work, comm, worker_type, speed, uniform, cats, form, max_ro
                                    order_len, worker_rank, out_wj[s], out_stats[s], nf, ni)
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(parallel=True, **JIT)
 def polish_rows(rho, work, comm, worker_type, speed, uniform, rows, max_steps,
                 out_wj, out_total, out_stats):
     """Polish the assignments ``out_wj[rows[j]]`` in place; update their totals and step counts."""
@@ -57,7 +58,7 @@ def polish_rows(rho, work, comm, worker_type, speed, uniform, rows, max_steps,
         out_total[s] = assignment_total(rho, work, comm, wj)
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(parallel=True, **JIT)
 def run_samples_classes(rhoC, work, comm, mc, members, cls_start, cats, max_rounds,
                         out_wj, out_total, out_stats, nf, ni):
     """Every category through the class-level market (``_classes_nb.class_market``).
@@ -79,7 +80,7 @@ def run_samples_classes(rhoC, work, comm, mc, members, cls_start, cats, max_roun
         expand_counts(cnt, members, cls_start, out_wj[s])
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(parallel=True, **JIT)
 def polish_rows_classes(rhoC, work, comm, mc, class_of, members, cls_start, rows, max_steps,
                         out_wj, out_total, out_stats):
     """Polish ``out_wj[rows[j]]`` on class counts (``_classes_nb.polish_classes``), in place."""
