@@ -192,3 +192,15 @@ def test_installed_compiled_kernels_elsewhere_are_found(monkeypatch, tmp_path):
     assert core._installed_elsewhere() == str(tmp_path / "hetplace")
     Dist.files = Dist.files[1:]  # an editable install lists no compiled files
     assert core._installed_elsewhere() is None
+
+
+def test_no_test_folder_is_named_like_an_importable_package():
+    # tests/torch made pytest import it as a namespace package `torch` without PyTorch installed,
+    # so importorskip("torch") passed and the tests errored instead of skipping
+    import importlib.util
+
+    tests = Path(__file__).resolve().parent
+    for folder in (p for p in tests.rglob("*") if p.is_dir() and not p.name.startswith((".", "_"))):
+        for name in ("torch", "numpy", "numba", "scipy", "hetplace", "pandas", "ortools", "hypothesis"):
+            assert folder.name != name, f"{folder} shadows the package {name!r}"
+    assert importlib.util.find_spec("hetplace") is not None

@@ -174,3 +174,13 @@ def test_cancelling_throughputs_give_the_same_placement_on_every_backend():
     got = {b: hp.place(p, method="smp", backend=b, samples=8, seed=3).worker_job.tolist()
            for b in ("python", "numba", "cython")}
     assert got["python"] == got["numba"] == got["cython"]
+
+
+@pytest.mark.parametrize("backend", ["python", "numba", "cython"])
+def test_job_with_a_batch_smaller_than_the_cluster_gets_only_workers_with_samples(backend):
+    # batch 2 on 8 workers: all 8 used to be placed (6 with zero samples, counted as throughput: 1.67 s)
+    p = hp.Problem(throughput=[[1, 2]], type_counts=[4, 4], batch=[2], iterations=[10])
+    pl = hp.place(p, method="smp", seed=0, backend=backend)
+    assert pl.worker_job.tolist() == [-1, -1, -1, -1, 0, 0, -1, -1]
+    assert pl.mean_jct == pytest.approx(5.0)
+    assert np.all(pl.shares[pl.worker_job >= 0] >= 1)
