@@ -52,6 +52,7 @@ def _positive_int(text):
 def _build_parser():
     from .api import METHODS
     from .bench import ALL_METHODS, DEFAULT_GAVEL, EXECUTORS
+    from .data import example_path
 
     methods = sorted(METHODS)
     parser = argparse.ArgumentParser(
@@ -73,7 +74,9 @@ def _build_parser():
     pl = sub.add_parser(
         "place", help="place the jobs of a CSV file on the cluster of a TOML file",
         description="Place the jobs of JOBS (CSV) on the cluster of CLUSTER (TOML) and print or write the "
-        "placement with per-worker shares. File formats: see examples/cluster.toml, examples/jobs.csv.",
+        "placement with per-worker shares. File formats: see the examples shipped with hetplace, "
+        f"{example_path('cluster.toml')} and {example_path('jobs.csv')} "
+        "(in Python: hetplace.data.example_path('cluster.toml'), example_path('jobs.csv')).",
     )
     pl.add_argument("--cluster", required=True, metavar="TOML", help="cluster description (types, counts, speeds, bandwidth)")
     pl.add_argument("--jobs", required=True, metavar="CSV", help="job list (model or throughput_<type>, batch, iterations, grad_bytes)")
@@ -101,7 +104,7 @@ def _build_parser():
     b.add_argument("--methods", nargs="+", choices=methods, help=f"methods (default: {' '.join(ALL_METHODS)})")
     b.add_argument("--seeds", nargs="+", type=int, metavar="SEED", help="instance seeds (default 0 1 2)")
     b.add_argument("--gavel", metavar="PATH",
-                   help=f"Gavel-format throughputs.json (default: {DEFAULT_GAVEL} when present)")
+                   help=f"Gavel-format throughputs.json (default: the table shipped with hetplace, {DEFAULT_GAVEL})")
     b.add_argument("--exact-time-limit", type=_time_limit, default=argparse.SUPPRESS, metavar="SECONDS",
                    help="time limit of the exact reference per instance (default 60, quick 5; 'none': no limit)")
     b.add_argument("--exact-solver", default="scip", choices=("scip", "cp-sat", "highs"), help="MILP solver (default scip)")
