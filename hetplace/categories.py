@@ -80,8 +80,9 @@ ENUMERATE_LIMIT = 1_000_000
 #: ``math.comb`` takes seconds to hours; the samplers never need such counts.
 COUNT_BITS_MAX = 1 << 19
 #: :func:`rank_category` and :func:`unrank_category` evaluate O(S) resp.
-#: O(S log K) binomials of up to ``log2(count)`` bits: they accept
-#: ``n_jobs * log2(count) <= RANK_WORK_MAX`` (e.g. K=16384, S=1024 uses 5.7e6).
+#: O(S log K) binomials of up to ``log2(count)`` bits, in a Python loop over
+#: the S parts: they accept ``n_jobs * (log2(count) + 16) <= RANK_WORK_MAX``
+#: (e.g. K=16384, S=1024 uses 5.7e6; at most 524,288 jobs).
 RANK_WORK_MAX = 1 << 23
 #: Largest memory, in bytes, :func:`sample_categories` and
 #: :func:`enumerate_categories` may allocate: the int64 result (rows x n_jobs x
@@ -105,8 +106,15 @@ def _is_int(value):
     return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
 
 
+_NO_JOBS = object()  # _check_dims(n_workers, _NO_JOBS): validate n_workers only
+
+
 def _check_dims(n_workers, n_jobs, *, cap=True):
-    """Validate ``n_workers`` and ``n_jobs``; return them as Python ints."""
+    """Validate ``n_workers`` and ``n_jobs``; return them as Python ints.
+
+    ``n_jobs=None`` is an error like any other non-integer; pass ``_NO_JOBS``
+    to validate ``n_workers`` alone (then ``(K, None)`` is returned).
+    """
     if not _is_int(n_workers):
         raise InvalidProblemTypeError(
             f"n_workers must be an integer (the number of workers K); got "
@@ -120,7 +128,7 @@ def _check_dims(n_workers, n_jobs, *, cap=True):
             f"n_workers must be at most 2**62 for array results; got {K}. "
             "Use count_categories for counts of larger clusters."
         )
-    if n_jobs is None:
+    if n_jobs is _NO_JOBS:
         return K, None
     if not _is_int(n_jobs):
         raise InvalidProblemTypeError(
@@ -237,11 +245,11 @@ def _check_count_bits(K, S, exact, work=None):
             f"(COUNT_BITS_MAX). Use fewer jobs or workers; sample_categories draws from any "
             "number of categories without counting them."
         )
-    if work is not None and S * bits > RANK_WORK_MAX:
+    if work is not None and S * (bits + 16) > RANK_WORK_MAX:
         raise InvalidProblemError(
             f"{work} with n_workers={K}, n_jobs={S} (exact={exact}) needs {S} binomials of about "
-            f"{bits:.0f} bits; n_jobs * log2(count) = {S * bits:.4g} exceeds the supported "
-            f"{RANK_WORK_MAX} (RANK_WORK_MAX). Use fewer jobs or workers."
+            f"{bits:.0f} bits; n_jobs * (log2(count) + 16) = {S * (bits + 16):.4g} exceeds the "
+            f"supported {RANK_WORK_MAX} (RANK_WORK_MAX). Use fewer jobs or workers."
         )
     return bits
 
@@ -405,7 +413,7 @@ def rank_category(sizes, n_workers, exact=True):
     ------
     InvalidProblemError, InvalidProblemTypeError
         Bad sizes or K; more than ``2**COUNT_BITS_MAX`` categories, or
-        ``S * log2(count) > RANK_WORK_MAX`` (see :data:`RANK_WORK_MAX`).
+        ``S * (log2(count) + 16) > RANK_WORK_MAX`` (see :data:`RANK_WORK_MAX`).
 
     Notes
     -----
@@ -428,7 +436,7 @@ def rank_category(sizes, n_workers, exact=True):
     >>> rank_category([2, 1, 1], 4)
     2
     """
-    K, _ = _check_dims(n_workers, None, cap=False)
+    K, _ = _check_dims(n_workers, _NO_JOBS, cap=False)
     exact = _check_exact(exact)
     vals = _check_sizes(sizes, K, exact)
     _check_count_bits(K, len(vals), exact, work="rank_category")
@@ -456,7 +464,7 @@ def unrank_category(rank, n_workers, n_jobs, exact=True):
     ------
     InvalidProblemError
         Bad K or S; more than ``2**COUNT_BITS_MAX`` categories, or
-        ``S * log2(count) > RANK_WORK_MAX``.
+        ``S * (log2(count) + 16) > RANK_WORK_MAX``.
     InvalidOptionError
         ``rank`` outside ``[0, count)``.
 

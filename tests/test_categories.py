@@ -708,6 +708,10 @@ def test_rank_and_unrank_work_limit():
         rank_category([10**30] * 20000, 2 * 10**34, exact=False)
     # below the limits: still exact
     assert rank_category(unrank_category(12345, 2**62, 64), 2**62) == 12345
+    # one category of 6.4e9 parts: the unrank loop (and its list) used to run out of memory
+    with pytest.raises(InvalidProblemError, match="RANK_WORK_MAX"):
+        unrank_category(0, 6_394_955_096, 6_394_955_096)
+    assert unrank_category(0, 500_000, 500_000).tolist() == [1] * 500_000
 
 
 @pytest.mark.timeout(30)
@@ -747,3 +751,15 @@ def test_enumerate_categories_memory_and_huge_counts_are_refused():
         enumerate_categories(2**62, 2**40)
     with pytest.raises(InvalidOptionError, match=r"has 4851 categories, more than limit=10\."):
         enumerate_categories(100, 3, limit=10)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: sample_categories(1, None, 1, seed=0),
+    lambda: count_categories(3, None),
+    lambda: unrank_category(0, 3, None),
+    lambda: enumerate_categories(3, None),
+])
+def test_n_jobs_none_is_rejected(call):
+    # n_jobs=None slipped through the validation (TypeError from math.comb / arithmetic)
+    with pytest.raises(InvalidProblemTypeError, match=r"n_jobs must be an integer .*got None of type NoneType"):
+        call()
