@@ -86,9 +86,11 @@ COUNT_BITS_MAX = 1 << 19
 RANK_WORK_MAX = 1 << 23
 #: Largest memory, in bytes, :func:`sample_categories` and
 #: :func:`enumerate_categories` may allocate: the int64 result (rows x n_jobs x
-#: 8 bytes) plus the sampler's scratch (hash set of drawn categories, sort copy).
-#: 16 GiB, i.e. 2**31 int64 entries.
-MEMORY_MAX = 1 << 34
+#: 8 bytes) plus the sampler's scratch (hash set of drawn categories, sort copy),
+#: checked before anything is allocated.  4 GiB: a uniform sample of about
+#: ``2**28 / n_jobs`` rows (SMP's thousands of samples of up to 10**4 jobs use
+#: well under 1 GiB).  A module constant: raise it deliberately on a larger machine.
+MEMORY_MAX = 1 << 32
 
 _INT64_MAX = (1 << 63) - 1
 _MAX_WORKERS = 1 << 62
@@ -317,7 +319,8 @@ def count_categories(n_workers, n_jobs, exact=True):
     Parameters
     ----------
     n_workers : int
-        K >= 1 (any size: the result is an exact Python int).
+        K >= 1 (any size: the result is an exact Python int, of at most
+        :data:`COUNT_BITS_MAX` bits).
     n_jobs : int
         S with ``1 <= S <= K``.
     exact : bool, default True
@@ -646,7 +649,7 @@ def sample_categories(n_workers, n_jobs, n_samples, seed=None, exact=False, meth
     n_samples : int
         N >= 1.  Fewer rows are returned only when there are fewer categories
         than N: then all of them.  The result and the sampler's scratch must
-        fit in :data:`MEMORY_MAX` bytes (16 GiB: about ``2**31 / n_jobs`` rows).
+        fit in :data:`MEMORY_MAX` bytes (4 GiB: about ``2**28 / n_jobs`` rows).
     seed : int in [0, 2**64) or None
         Seed of the counter-based generator.  ``None`` takes 64 bits of fresh
         OS entropy (``numpy.random.SeedSequence().entropy``): not reproducible,

@@ -470,11 +470,21 @@ def deferred_acceptance(values, capacities, form="price", allowed=None, worker_r
     worker_job = np.empty(K, dtype=np.int64)
     stats = np.zeros(2, dtype=np.int64)
     if form == "price":
-        vals_t = np.ascontiguousarray(np.where(mask, v, np.nan).T)
-        nf, ni = mod.auction_workspace_size(S, K)
-        job_price = np.empty(S + 1)
-        status = mod.auction_kernel(vals_t, np.ones(S), -math.inf, caps, worker_job, job_price, stats,
-                                    np.empty(max(nf, 1)), np.empty(max(ni, 1), dtype=np.int64))
+        # The auction never looks at a job of capacity 0 (its slot price stays 0), so
+        # only the jobs with capacity go to the kernel: at most K of them, which keeps
+        # its O((S + 1)**2) workspace within O((K + 1)**2) however many rows values has.
+        act = np.flatnonzero(caps > 0)
+        A = act.size
+        vals_t = np.ascontiguousarray(np.where(mask[act], v[act], np.nan).T)
+        nf, ni = mod.auction_workspace_size(A, K)
+        price_act = np.empty(A + 1)
+        wj_act = np.empty(K, dtype=np.int64)
+        status = mod.auction_kernel(vals_t, np.ones(A), -math.inf, np.ascontiguousarray(caps[act]), wj_act,
+                                    price_act, stats, np.empty(max(nf, 1)), np.empty(max(ni, 1), dtype=np.int64))
+        worker_job[:] = np.where(wj_act >= 0, act[np.maximum(wj_act, 0)] if A else -1, -1)
+        job_price = np.zeros(S + 1)
+        job_price[act] = price_act[:A]
+        job_price[S] = price_act[A]
         active = mask & (caps > 0)[:, None]
         q = job_price[:S].copy()
         net = np.where(active, v - q[:, None], -np.inf)

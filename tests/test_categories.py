@@ -734,8 +734,8 @@ def test_sample_categories_giant_output_is_refused_before_allocating(method):
 
     tracemalloc.start()
     try:
-        with pytest.raises(InvalidOptionError, match=r"needs about \d+(\.\d+)? GiB .* at most 17179869184 bytes "
-                                                     r"\(16 GiB, MEMORY_MAX\).*Draw fewer samples"):
+        with pytest.raises(InvalidOptionError, match=r"needs about \d+(\.\d+)? GiB .* at most 4294967296 bytes "
+                                                     r"\(4 GiB, MEMORY_MAX\).*Draw fewer samples"):
             sample_categories(10**6, 10, 10**9, seed=0, method=method)
         assert tracemalloc.get_traced_memory()[1] < 2**26
     finally:

@@ -706,3 +706,45 @@ def test_market_category_inf_comm_time_scores_inf():
         same = market_category(p.worker_throughput, p.work, p.comm_time, [2, 3], form=form)
         assert same.total_jct == ok.total_jct and same.worker_job.tolist() == ok.worker_job.tolist()
         assert ok.total_jct == pytest.approx(evaluate(p, ok.worker_job).mean_jct * 2, rel=1e-12)
+
+
+@pytest.mark.timeout(120)
+def test_zero_capacity_jobs_do_not_size_the_auction_workspace():
+    # the price kernel took an O((S + 1)**2) workspace: 30,000 jobs on 3 workers asked for 7.2 GB
+    import tracemalloc
+
+    V = np.random.default_rng(0).random((30_000, 3))
+    caps = np.zeros(30_000, dtype=np.int64)
+    caps[[7, 29_999]] = [1, 2]
+    for b in BACKENDS:
+        tracemalloc.start()
+        try:
+            r = deferred_acceptance(V, caps, backend=b)
+            assert tracemalloc.get_traced_memory()[1] < 2**26
+        finally:
+            tracemalloc.stop()
+        assert r.status == "optimal" and sorted(r.worker_job.tolist()) == [7, 29_999, 29_999]
+        assert r.job_prices.shape == (30_000,) and not r.job_prices[caps == 0].any()
+
+
+def test_zero_capacity_jobs_change_nothing():
+    # the kernel sees only the jobs with capacity: inserting empty jobs must not move anything
+    for seed in range(60):
+        V, caps = random_market(seed)
+        S, K = V.shape
+        rng = np.random.default_rng(seed)
+        extra = int(rng.integers(1, 4))
+        pos = np.sort(rng.choice(S + extra, extra, replace=False))
+        keep = np.setdiff1d(np.arange(S + extra), pos)
+        V2 = np.zeros((S + extra, K))
+        V2[keep] = V
+        V2[pos] = rng.random((extra, K))
+        caps2 = np.zeros(S + extra, dtype=np.int64)
+        caps2[keep] = caps
+        for b in BACKENDS:
+            r1 = deferred_acceptance(V, caps, backend=b)
+            r2 = deferred_acceptance(V2, caps2, backend=b)
+            assert np.array_equal(np.where(r1.worker_job >= 0, keep[np.maximum(r1.worker_job, 0)], -1), r2.worker_job)
+            assert (r1.status, r1.welfare, r1.bound, r1.rounds, r1.bids) == (r2.status, r2.welfare, r2.bound, r2.rounds, r2.bids)
+            assert np.array_equal(r1.job_prices, r2.job_prices[keep]) and not r2.job_prices[pos].any()
+            assert np.array_equal(r1.prices, r2.prices) and r1.idle_price == r2.idle_price
