@@ -240,3 +240,24 @@ def test_size_cost_is_comm_time_where_no_size_is_capped():
     assert p.size_cost is p.comm_time
     q = hp.Problem([[1.0, 2.0]], [2, 2], [2], [10], grad_bytes=[1e6], bandwidth=1e9)
     assert np.array_equal(q.size_cost[0, :3], q.comm_time[0, :3]) and np.all(np.isinf(q.size_cost[0, 3:]))
+
+
+@pytest.mark.parametrize("args", [(0, 0.0, 1), (0, math.nan, 1), (0, math.inf, 1), (0, -1.0, 1), (0, "8", 1),
+                                  (5, 10.0, 1), (-1, 10.0, 1), (True, 10.0, 1), (0.0, 10.0, 1), (0, 10.0, 0),
+                                  (0, 10.0, 99), (0, 10.0, 1.0)])
+def test_job_jct_rejects_out_of_range_job_size_and_throughput(args):
+    # it indexed past the arrays (IndexError), broadcast a bool index, or returned inf / NaN
+    p = hp.Problem([[10.0, 20.0], [5.0, 8.0]], [2, 2], [64, 32], [100.0, 50.0])
+    with pytest.raises(InvalidProblemError, match="job|n_workers|throughput_sum"):
+        p.job_jct(*args)
+    assert p.job_jct(0, 10.0, 1) == p.work[0] / 10.0
+
+
+@pytest.mark.parametrize("data", [None, 3, "x", [("throughput", [[1.0]])], {"throughput": [[1.0]]},
+                                  {"throughput": [[1.0]], "type_counts": [1], "batch": [1], "iterations": [1.0], "x": 1}])
+def test_problem_from_dict_rejects_non_mappings_and_wrong_keys(data):
+    # None was a TypeError from dict(), missing keys a TypeError from __init__
+    with pytest.raises(InvalidProblemError, match="data must"):
+        hp.Problem.from_dict(data)
+    p = hp.Problem([[10.0, 20.0]], [2, 2], [64], [100.0])
+    assert hp.Problem.from_dict(p.to_dict()).to_dict() == p.to_dict()
