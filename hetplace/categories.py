@@ -35,12 +35,14 @@ Kernels for other modules
 """
 
 import functools
+import heapq
 import math
 import numbers
 
 import numpy as np
 
 from ._core import _categories_py
+from ._validation import exact_int_sum
 from .errors import (
     InvalidOptionError,
     InvalidProblemError,
@@ -613,15 +615,27 @@ def _round_centre(c, K, S, exact):
         T = int(min(max(math.floor(float(c.sum()) + 0.5), S), K))
     fl = np.floor(c)
     n = np.maximum(fl, 1.0).astype(np.int64)
-    diff = T - int(n.sum())
+    diff = T - exact_int_sum(n)
     if diff > 0:
+        # one worker each in turn to the largest fractional parts: diff // S rounds,
+        # then the first diff % S of the order (O(S), however large diff is)
         order = np.argsort(-(c - fl), kind="stable")
-        for k in range(diff):
-            n[order[k % S]] += 1
-    while diff < 0:
-        excess = np.where(n >= 2, n - c, -np.inf)
-        n[int(np.argmax(excess))] -= 1
-        diff += 1
+        n += diff // S
+        n[order[:diff % S]] += 1
+    if diff < 0:
+        # repeatedly take a worker from the part of largest excess n_i - c_i among
+        # n_i >= 2 (ties: lowest index), as argmax would, with a heap: O(|diff| log S)
+        # instead of O(|diff| S) (|diff| can reach S)
+        nl = n.tolist()
+        cl = c.tolist()
+        heap = [(-(float(nl[i]) - cl[i]), i) for i in range(S) if nl[i] >= 2]
+        heapq.heapify(heap)
+        for _ in range(-diff):
+            _, i = heapq.heappop(heap)
+            nl[i] -= 1
+            if nl[i] >= 2:
+                heapq.heappush(heap, (-(float(nl[i]) - cl[i]), i))
+        n = np.array(nl, dtype=np.int64)
     return n
 
 
