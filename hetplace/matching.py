@@ -59,12 +59,13 @@ MAX_ABS_VALUE = 1e150
 #: Supported magnitudes of :func:`market_category`'s inputs, which are derived
 #: quantities of a :class:`~hetplace.Problem` (products of up to three inputs of
 #: the range ``REAL_MIN..REAL_MAX``): non-zero throughputs and works in
-#: ``[REAL_MIN**2, REAL_MAX**2]``, finite comm_time entries at most ``REAL_MAX**3``.
+#: ``[REAL_MIN**2, REAL_MAX**2]``, finite comm_time entries at most 1e100 (a Problem's
+#: are below ``2 * REAL_MAX**3``: iterations * gradient bytes / bandwidth * 2(n-1)/n).
 #: Inside them every quantity of the market (``X_i**2``, the valuations
 #: ``work[i] / X_i**2 * rho[i, k]``, the JCTs) is a normal finite float on every
 #: backend, for any number of workers an array can hold.
 MARKET_RATE_RANGE = (1e-60, 1e60)
-MARKET_COMM_MAX = 1e90
+MARKET_COMM_MAX = 1e100
 #: Default number of market solves per category (``max_rounds``).  The
 #: iteration usually stops earlier, when an assignment repeats.
 DEFAULT_MAX_ROUNDS = 8

@@ -58,7 +58,7 @@ FUZZ_MEMORY_MAX = 1 << 24
 # ----------------------------------------------------------------------------
 
 EDGE_REALS = [0.0, -0.0, 5e-324, 1e-310, 1e-300, 1e-150, 1e-61, 1e-60, 1e-31, 1e-30, 0.5, 1.0, 3.0,
-              1e30, 1e31, 1e60, 1e61, 1e90, 1e91, 1e150, 1e151, 1e300, 1.7976931348623157e308,
+              1e30, 1e31, 1e60, 1e61, 1e90, 1e100, 1e101, 1e150, 1e151, 1e300, 1.7976931348623157e308,
               -1.0, -1e-300, -1e300, math.inf, -math.inf, math.nan]
 EDGE_INTS = [0, 1, 2, 3, -1, -2, 2**31, 2**53, 2**53 + 1, 2**62, 2**62 + 1, 2**63 - 1, 2**63, 2**64 - 1,
              2**64, 2**65, -2**63, -2**64, 10**30]
@@ -250,7 +250,7 @@ def market_inputs(draw):
         R[:, 0] = 1.0
         rho = np.minimum(R * scale, 1e60)
         work = np.array(draw(st.lists(st.sampled_from([1e-60, 1.0, 1e60]), min_size=S, max_size=S)))
-        comm = np.array(draw(st.lists(st.sampled_from([0.0, 1e-300, 1.0, 1e90]),
+        comm = np.array(draw(st.lists(st.sampled_from([0.0, 1e-300, 1.0, 1e90, 1e100]),
                                       min_size=S * (K + 1), max_size=S * (K + 1)))).reshape(S, K + 1)
         if draw(st.booleans()):  # sizes from some n on unusable (Problem.size_cost)
             i, n = draw(st.integers(0, S - 1)), draw(st.integers(0, K))
