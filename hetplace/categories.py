@@ -1,4 +1,4 @@
-"""Job-size categories (MODEL.md 2.1, 2.3): counting, ranking, enumeration, sampling.
+"""Job-size categories (docs/model.md §3.2, §3.6): counting, ranking, enumeration, sampling.
 
 A *category* is a job-size vector ``n = (n_1, ..., n_S)`` with every ``n_i >= 1``:
 how many workers each of the S jobs gets out of K.  With ``exact=True`` the sizes
@@ -17,7 +17,7 @@ Backends
     compiled and cached on first use), ``"cython"`` (compiled at install time)
     and ``"auto"`` (``"cython"`` if its extension is built, else ``"numba"``).
     All backends return identical arrays for the same inputs and seed: they
-    draw from the same counter-based generator (MODEL.md 2.4) and do the same
+    draw from the same counter-based generator (docs/model.md §3.10) and do the same
     floating-point operations in the same order.
 
 Random numbers
@@ -191,13 +191,12 @@ def _backend(backend):
     if backend in ("auto", "cython"):
         try:
             from ._core import _categories as cy
-        except ImportError:
+        except ImportError as exc:
+            from ._core import missing_compiled_message, warn_missing_compiled
+
             if backend == "cython":
-                raise MissingDependencyError(
-                    "backend='cython' needs the compiled extension hetplace._core._categories, "
-                    "which is not built. Build it with `python setup.py build_ext --inplace` "
-                    "(or reinstall with `pip install .`), or pass backend='numba'."
-                ) from None
+                raise MissingDependencyError(missing_compiled_message("_categories", exc, "backend='cython'")) from None
+            warn_missing_compiled("_categories", exc)
         else:
             return "cython", cy
     from ._core import _categories_nb
@@ -315,7 +314,7 @@ class _ExactBinomial:
 # ----------------------------------------------------------------------------
 
 
-def count_categories(n_workers, n_jobs, exact=True):
+def count_categories(n_workers: int, n_jobs: int, exact: bool = True) -> int:
     """Number of categories (job-size vectors) of S jobs on K workers.
 
     Parameters
@@ -396,7 +395,7 @@ def _check_sizes(sizes, K, exact):
     return vals
 
 
-def rank_category(sizes, n_workers, exact=True):
+def rank_category(sizes: "np.typing.ArrayLike", n_workers: int, exact: bool = True) -> int:
     """Rank of a category in lexicographic order of its size vector.
 
     Parameters
@@ -448,7 +447,7 @@ def rank_category(sizes, n_workers, exact=True):
     return _categories_py.rank_category(vals, K, len(vals), exact, _ExactBinomial())
 
 
-def unrank_category(rank, n_workers, n_jobs, exact=True):
+def unrank_category(rank: int, n_workers: int, n_jobs: int, exact: bool = True) -> np.ndarray:
     """The category of a given rank (inverse of :func:`rank_category`).
 
     Parameters
@@ -510,7 +509,8 @@ def _enumerate(mod, K, S, exact, C):
     return out
 
 
-def enumerate_categories(n_workers, n_jobs, exact=True, backend="auto", limit=ENUMERATE_LIMIT):
+def enumerate_categories(n_workers: int, n_jobs: int, exact: bool = True, backend: str = "auto",
+                         limit: int = ENUMERATE_LIMIT) -> np.ndarray:
     """All categories of S jobs on K workers, in rank (lexicographic) order.
 
     Parameters
@@ -652,8 +652,11 @@ def _lex_order(rows):
     return np.argsort(keys, kind="stable")
 
 
-def sample_categories(n_workers, n_jobs, n_samples, seed=None, exact=False, method="uniform",
-                      centre=None, spread=None, backend="auto"):
+def sample_categories(
+    n_workers: int, n_jobs: int, n_samples: int, seed: "int | None" = None, exact: bool = False,
+    method: str = "uniform", centre: "np.typing.ArrayLike | None" = None, spread: "float | None" = None,
+    backend: str = "auto",
+) -> np.ndarray:
     """Draw distinct categories (job-size vectors), uniformly or around a centre.
 
     Parameters

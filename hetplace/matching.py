@@ -1,4 +1,4 @@
-"""Deferred-acceptance matching markets (MODEL.md 2.2): the public, validated API.
+"""Deferred-acceptance matching markets (docs/model.md §3.3-3.5): the public, validated API.
 
 Building blocks for people embedding SMP's market in their own schedulers:
 
@@ -9,7 +9,7 @@ deferred_acceptance(values, capacities, form="price" | "ordinal", ...)
 is_stable(values, capacities, worker_job, worker_rank=None)
     Certificate checker: does an assignment have no blocking pair?
 market_category(throughput, work, comm_time, sizes, ...)
-    One SMP category: the iterated, linearised market of MODEL.md 2.2, scored
+    One SMP category: the iterated, linearised market of docs/model.md §3.3, scored
     by the true total JCT.
 
 Every function validates its inputs and then calls a kernel of the chosen
@@ -186,13 +186,12 @@ def _kernels(backend):
     if backend in ("auto", "cython"):
         try:
             from ._core import _matching as cy
-        except ImportError:
+        except ImportError as exc:
+            from ._core import missing_compiled_message, warn_missing_compiled
+
             if backend == "cython":
-                raise MissingDependencyError(
-                    "backend='cython' needs the compiled extension hetplace._core._matching, "
-                    "which is not built. Build it with `python setup.py build_ext --inplace` "
-                    "(or reinstall with `pip install .`), or pass backend='numba'."
-                ) from None
+                raise MissingDependencyError(missing_compiled_message("_matching", exc, "backend='cython'")) from None
+            warn_missing_compiled("_matching", exc)
         else:
             return "cython", cy
     try:
@@ -383,8 +382,11 @@ def _check_max_rounds(max_rounds):
 # ----------------------------------------------------------------------------
 
 
-def deferred_acceptance(values, capacities, form="price", allowed=None, worker_rank=None,
-                        backend="auto"):
+def deferred_acceptance(
+    values: "np.typing.ArrayLike", capacities: "np.typing.ArrayLike", form: str = "price",
+    allowed: "np.typing.ArrayLike | None" = None, worker_rank: "np.typing.ArrayLike | None" = None,
+    backend: str = "auto",
+) -> "MatchingResult":
     """Match workers to jobs, each job taking exactly ``capacities[i]`` workers.
 
     Parameters
@@ -552,7 +554,10 @@ def deferred_acceptance(values, capacities, form="price", allowed=None, worker_r
 # ----------------------------------------------------------------------------
 
 
-def is_stable(values, capacities, worker_job, worker_rank=None, allowed=None):
+def is_stable(
+    values: "np.typing.ArrayLike", capacities: "np.typing.ArrayLike", worker_job: "np.typing.ArrayLike",
+    worker_rank: "np.typing.ArrayLike | None" = None, allowed: "np.typing.ArrayLike | None" = None,
+) -> bool:
     """True when the assignment has no blocking pair (ordinal stability).
 
     Parameters
@@ -703,9 +708,12 @@ def _market_iv(throughput, work, comm_time, sizes):
     return np.ascontiguousarray(rho), np.ascontiguousarray(w), np.ascontiguousarray(c), np.array(n, dtype=np.int64)
 
 
-def market_category(throughput, work, comm_time, sizes, form="price",
-                    max_rounds=DEFAULT_MAX_ROUNDS, backend="auto"):
-    """Solve one SMP category with the iterated, linearised market (MODEL.md 2.2).
+def market_category(
+    throughput: "np.typing.ArrayLike", work: "np.typing.ArrayLike", comm_time: "np.typing.ArrayLike",
+    sizes: "np.typing.ArrayLike", form: str = "price", max_rounds: int = DEFAULT_MAX_ROUNDS,
+    backend: str = "auto",
+) -> "MarketResult":
+    """Solve one SMP category with the iterated, linearised market (docs/model.md §3.3).
 
     Parameters
     ----------
