@@ -25,7 +25,7 @@ import numbers
 
 import numpy as np
 
-from ._validation import REAL_MAX, REAL_MIN, as_real_array, exact_int_sum
+from ._validation import REAL_MAX, REAL_MIN, as_real_array, check_real_range, exact_int_sum
 from .errors import (
     InvalidOptionError,
     InvalidPlacementError,
@@ -214,18 +214,6 @@ def _float_matrix(value, name, what):
             f"{name} holds an integer too large for a float64 (the supported magnitude is "
             f"{REAL_MIN:g}..{REAL_MAX:g}). Pass {what}, rescaled."
         ) from None
-
-
-def _check_magnitude(name, arr, lo, hi, fix):
-    """Raise unless every finite non-zero entry of ``arr`` has magnitude in [lo, hi]."""
-    a = np.abs(arr)
-    bad = np.isfinite(a) & (a != 0) & ((a < lo) | (a > hi))
-    if bad.any():
-        idx = tuple(int(t) for t in np.argwhere(bad)[0])
-        raise InvalidProblemError(
-            f"{name} must be 0 or of magnitude in [{lo:g}, {hi:g}] (the supported range); got "
-            f"{float(arr[idx])!r} at index {idx[0] if len(idx) == 1 else idx}. {fix}"
-        )
 
 
 def _values_iv(values, allowed):
@@ -663,7 +651,7 @@ def _market_iv(throughput, work, comm_time, sizes):
             "Use 0 for a worker the job cannot run on."
         )
     lo, hi = MARKET_RATE_RANGE
-    _check_magnitude("throughput", rho, lo, hi, "Rescale the units (e.g. samples per hour instead of per second).")
+    check_real_range("throughput", rho, InvalidProblemError, "Rescale the units (e.g. samples per hour instead of per second).", lo, hi)
     dead = np.flatnonzero(~(rho > 0).any(axis=1))
     if dead.size:
         i = int(dead[0])
@@ -680,7 +668,7 @@ def _market_iv(throughput, work, comm_time, sizes):
         raise InvalidProblemError(
             f"work must be finite and > 0 (samples still to process); got {float(w[i])!r} for job {i}."
         )
-    _check_magnitude("work", w, lo, hi, "Rescale the units (e.g. thousands of samples).")
+    check_real_range("work", w, InvalidProblemError, "Rescale the units (e.g. thousands of samples).", lo, hi)
     c = _float_matrix(comm_time, "comm_time", f"an array of shape ({S}, {K + 1})")
     if c.shape != (S, K + 1):
         raise InvalidProblemError(

@@ -126,15 +126,15 @@ def test_batch_at_count_max_is_accepted():
 @pytest.mark.parametrize(
     "kw, pattern",
     [
-        (dict(bandwidth=1e-300, grad_bytes=[1e6, 1e6]), r"bandwidth must be 0 or of magnitude in \[1e-30, 1e\+30\].*got 1e-300"),
-        (dict(bandwidth=1e31), r"bandwidth must be 0 or of magnitude in \[1e-30, 1e\+30\]"),
-        (dict(throughput=[[1e308, 5e307], [1e307, 0.0]]), r"throughput must be 0 or of magnitude .*got 1e\+308 at index \(0, 0\)"),
-        (dict(throughput=[[1e-31, 1.0], [1.0, 0.0]]), r"throughput must be 0 or of magnitude .*got 1e-31 at index \(0, 0\)"),
-        (dict(iterations=[1e308, 1.0]), r"iterations must be 0 or of magnitude .*got 1e\+308 at index 0"),
-        (dict(iterations=[1.0, 1e-31]), r"iterations must be 0 or of magnitude .*got 1e-31 at index 1"),
-        (dict(grad_bytes=[1e31, 0.0]), r"grad_bytes must be 0 or of magnitude .*got 1e\+31 at index 0"),
-        (dict(grad_bytes=[0.0, 1e-40]), r"grad_bytes must be 0 or of magnitude .*got 1e-40 at index 1"),
-        (dict(worker_speed=[1.0, 1e-200, 1.0]), r"worker_speed must be 0 or of magnitude .*got 1e-200 at index 1"),
+        (dict(bandwidth=1e-300, grad_bytes=[1e6, 1e6]), r"bandwidth must have a magnitude in \[1e-30, 1e\+30\].*got 1e-300"),
+        (dict(bandwidth=1e31), r"bandwidth must have a magnitude in \[1e-30, 1e\+30\]"),
+        (dict(throughput=[[1e308, 5e307], [1e307, 0.0]]), r"throughput must have a magnitude .*got 1e\+308 at index \(0, 0\)"),
+        (dict(throughput=[[1e-31, 1.0], [1.0, 0.0]]), r"throughput must have a magnitude .*got 1e-31 at index \(0, 0\)"),
+        (dict(iterations=[1e308, 1.0]), r"iterations must have a magnitude .*got 1e\+308 at index 0"),
+        (dict(iterations=[1.0, 1e-31]), r"iterations must have a magnitude .*got 1e-31 at index 1"),
+        (dict(grad_bytes=[1e31, 0.0]), r"grad_bytes must have a magnitude .*got 1e\+31 at index 0"),
+        (dict(grad_bytes=[0.0, 1e-40]), r"grad_bytes must have a magnitude .*got 1e-40 at index 1"),
+        (dict(worker_speed=[1.0, 1e-200, 1.0]), r"worker_speed must have a magnitude .*got 1e-200 at index 1"),
     ],
 )
 def test_values_outside_the_supported_range_are_rejected(kw, pattern):
