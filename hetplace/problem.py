@@ -41,9 +41,13 @@ def _real(value, name, shape_text, what="numbers"):
 
 
 def _to_float(raw, name, fix=_RANGE_FIX):
-    """Float64 copy of the real array ``raw`` (an integer too large for float64 is an error)."""
+    """Float64 copy of the real array ``raw`` (an integer too large for float64 is an error).
+
+    Always a copy: the Problem freezes its arrays, and the caller's own array
+    must stay writable (np.asarray returned a float64 input itself).
+    """
     try:
-        return np.asarray(raw, dtype=np.float64)
+        return np.array(raw, dtype=np.float64)
     except OverflowError:
         raise InvalidProblemError(
             f"{name} holds an integer too large for a float64 (the supported magnitude is "

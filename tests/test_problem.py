@@ -261,3 +261,14 @@ def test_problem_from_dict_rejects_non_mappings_and_wrong_keys(data):
         hp.Problem.from_dict(data)
     p = hp.Problem([[10.0, 20.0]], [2, 2], [64], [100.0])
     assert hp.Problem.from_dict(p.to_dict()).to_dict() == p.to_dict()
+
+
+def test_problem_does_not_freeze_the_callers_float_arrays():
+    # np.asarray kept a float64 input itself, and Problem then made it read-only (also when it raised)
+    rho, iters, speed = np.array([[1.0, 2.0]]), np.array([4.0]), np.ones(2)
+    hp.Problem(rho, [1, 1], [4], iters, worker_speed=speed)
+    assert rho.flags.writeable and iters.flags.writeable and speed.flags.writeable
+    bad = np.array([[0.0, 0.0]])
+    with pytest.raises(InvalidProblemError):
+        hp.Problem(bad, [1, 1], [4], [1.0])
+    assert bad.flags.writeable
