@@ -596,3 +596,20 @@ def polish_classes_kernel(const double[:, ::1] rhoC, const double[::1] work, con
     if steps < 0:
         raise MemoryError("polish: out of memory")
     return steps
+
+
+cdef extern from *:
+    """
+    #ifdef _OPENMP
+    #include <omp.h>
+    static int hp_omp_max_threads(void) { return omp_get_max_threads(); }
+    #else
+    static int hp_omp_max_threads(void) { return 1; }
+    #endif
+    """
+    int hp_omp_max_threads() nogil
+
+
+def max_threads():
+    """OpenMP's current thread limit: ``OMP_NUM_THREADS``, ``omp_set_num_threads`` (threadpoolctl)."""
+    return hp_omp_max_threads()

@@ -8,7 +8,14 @@ serially, by the public layer (:mod:`hetplace.smp`, which also holds the
 plain-Python twin of these loops).  ``run_samples_classes`` and
 ``polish_rows_classes`` are the same two passes on worker classes
 (:mod:`hetplace._core._classes_nb`).
+
+Each driver also has a serial compilation, ``<name>_serial``, of the same
+source (``prange`` runs as ``range``): the public layer uses it for one
+thread, where the parallel version still pays for the threading layer -- on a
+machine whose cores are busy, 10x at K = 64 (benchmarks/bench_latency.py).
 """
+
+import types
 
 import numpy as np
 from numba import njit, prange
@@ -32,7 +39,6 @@ def _one_sample(rho, work, comm, sizes, form, max_rounds, job_order, order_len, 
     return total
 
 
-@njit(parallel=True, **JIT)
 def run_samples(rho, work, comm, worker_type, speed, uniform, cats, form, max_rounds,
                 job_order, order_len, worker_rank, do_polish, max_steps,
                 out_wj, out_total, out_stats, nf, ni):
@@ -47,7 +53,6 @@ def run_samples(rho, work, comm, worker_type, speed, uniform, cats, form, max_ro
                                    order_len, worker_rank, out_wj[s], out_stats[s], nf, ni)
 
 
-@njit(parallel=True, **JIT)
 def polish_rows(rho, work, comm, worker_type, speed, uniform, rows, max_steps,
                 out_wj, out_total, out_stats):
     """Polish the assignments ``out_wj[rows[j]]`` in place; update their totals and step counts."""
@@ -58,7 +63,6 @@ def polish_rows(rho, work, comm, worker_type, speed, uniform, rows, max_steps,
         out_total[s] = assignment_total(rho, work, comm, wj)
 
 
-@njit(parallel=True, **JIT)
 def run_samples_classes(rhoC, work, comm, mc, members, cls_start, cats, max_rounds,
                         out_wj, out_total, out_stats, nf, ni):
     """Every category through the class-level market (``_classes_nb.class_market``).
@@ -80,7 +84,6 @@ def run_samples_classes(rhoC, work, comm, mc, members, cls_start, cats, max_roun
         expand_counts(cnt, members, cls_start, out_wj[s])
 
 
-@njit(parallel=True, **JIT)
 def polish_rows_classes(rhoC, work, comm, mc, class_of, members, cls_start, rows, max_steps,
                         out_wj, out_total, out_stats):
     """Polish ``out_wj[rows[j]]`` on class counts (``_classes_nb.polish_classes``), in place."""
@@ -95,3 +98,17 @@ def polish_rows_classes(rhoC, work, comm, mc, class_of, members, cls_start, rows
         out_stats[s, 2] = polish_classes(rhoC, work, comm, mc, cnt, max_steps)
         expand_counts(cnt, members, cls_start, out_wj[s])
         out_total[s] = class_totals(rhoC, work, comm, cnt, X, n)
+
+
+def _compile(fn):
+    """(parallel, serial) compilations of one driver; the serial one under its own name (own cache file)."""
+    serial = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__ + "_serial", fn.__defaults__)
+    serial.__qualname__ = fn.__qualname__ + "_serial"
+    serial.__doc__ = fn.__doc__
+    return njit(parallel=True, **JIT)(fn), njit(**JIT)(serial)
+
+
+run_samples, run_samples_serial = _compile(run_samples)
+polish_rows, polish_rows_serial = _compile(polish_rows)
+run_samples_classes, run_samples_classes_serial = _compile(run_samples_classes)
+polish_rows_classes, polish_rows_classes_serial = _compile(polish_rows_classes)
