@@ -1,9 +1,10 @@
 """Baseline placements users compare against (docs/model.md §5).
 
 Each function takes a validated :class:`~hetplace.Problem` and returns a
-``worker_job`` array; :func:`hetplace.place` wraps them.  Every baseline keeps
-each job within ``problem.max_workers`` workers (a job cannot use more workers
-than samples in its batch).
+``worker_job`` array; :func:`hetplace.place` wraps them.  Every baseline starts
+each job at ``problem.min_workers`` workers and keeps it within
+``problem.max_workers`` (a job cannot use more workers than samples in its
+batch, nor more than its bound).
 
 Workers of one type and one speed are interchangeable for every job, so the
 baselines work on these *classes* (:class:`_Pool`): a job's "fastest free
@@ -131,15 +132,36 @@ def _fill(problem, worker_job, targets, order):
 
 
 def _seed_jobs(problem, order):
-    """One distinct allowed worker per job, jobs served in ``order``.
+    """``min_workers[i]`` distinct allowed workers per job (one by default), jobs served in ``order``.
 
-    Each job takes its fastest free worker; when that would strand a later job
-    (Hall's condition), the type-level matching of the problem decides instead.
+    Round-robin: each job takes its fastest free worker until it has its
+    minimum; when that would strand a job (Hall's condition), the type-level
+    matching (one worker per job) or flow (larger minima) of the problem
+    decides instead.
     """
     worker_job = np.full(problem.n_workers, -1, dtype=np.int64)
-    worker_job = _fill(problem, worker_job, np.ones(problem.n_jobs, dtype=np.int64), order)
-    if np.bincount(worker_job[worker_job >= 0], minlength=problem.n_jobs).min() == 0:
-        return _seed_by_matching(problem)
+    lo = problem.min_workers
+    worker_job = _fill(problem, worker_job, lo, order)
+    if (np.bincount(worker_job[worker_job >= 0], minlength=problem.n_jobs) < lo).any():
+        return _seed_by_matching(problem) if (lo == 1).all() else _seed_by_flow(problem)
+    return worker_job
+
+
+def _seed_by_flow(problem):
+    """``min_workers[i]`` workers per job from a flow of jobs to types (exists: the Problem checked it).
+
+    Each type gives its workers, fastest first and then lowest index, to its
+    jobs in index order, as many as the flow says.
+    """
+    from .problem import min_worker_flow
+
+    allowed = (problem.throughput > 0) & (problem.type_counts > 0)[None, :]
+    flow, _ = min_worker_flow(allowed, problem.type_counts, problem.min_workers)
+    worker_job = np.full(problem.n_workers, -1, dtype=np.int64)
+    for g in range(problem.n_types):
+        members = np.flatnonzero(problem.worker_type == g)
+        members = members[np.argsort(-problem.worker_speed[members], kind="stable")]
+        worker_job[members[: flow[:, g].sum()]] = np.repeat(np.arange(problem.n_jobs), flow[:, g])
     return worker_job
 
 
@@ -204,11 +226,12 @@ def equal_sizes(n_workers, n_jobs, max_workers=None):
 
 
 def equal_placement(problem):
-    """Equal sizing: n_i ~ K/S (at most ``max_workers``), biggest jobs pick their fastest free workers first, round-robin."""
+    """Equal sizing: n_i ~ K/S (within ``min_workers..max_workers``), biggest jobs pick their fastest free workers first, round-robin."""
     order = np.argsort(-problem.work, kind="stable")
     worker_job = _seed_jobs(problem, order)
     targets = equal_sizes(problem.n_workers, problem.n_jobs)[np.argsort(order, kind="stable")]
-    return _fill(problem, worker_job, np.minimum(targets, problem.max_workers), order)
+    targets = np.maximum(np.minimum(targets, problem.max_workers), problem.min_workers)
+    return _fill(problem, worker_job, targets, order)
 
 
 def random_placement(problem, rng):
@@ -254,7 +277,7 @@ def random_placement(problem, rng):
 def greedy_placement(problem):
     """Greedy marginal gain: give the next worker to the job whose JCT drops most.
 
-    Starts from one fastest worker per job (biggest jobs first) and stops when
+    Starts from ``min_workers`` fastest workers per job (biggest jobs first) and stops when
     no worker lowers any job's JCT, so workers may stay idle when communication
     makes them useless.  A job's candidate is its fastest free worker; the
     cost of ``n`` workers is ``problem.size_cost`` (``+inf`` above

@@ -641,7 +641,9 @@ def _build_milp(pywraplp, solver_id, problem, upper=None, deadline=math.inf, gro
     _check_clock(deadline)
     size = np.array([len(m) for m in members])
     C = size.size
-    cap = K - S + 1  # most workers one job can get: every other job keeps one
+    n_lo = problem.min_workers
+    # most workers one job can get: every other job keeps its minimum (one by default)
+    cap = K - (int(n_lo.sum()) - n_lo)
     rho = problem.worker_throughput
     r_hat = rate.max(axis=1)  # per-job throughput normaliser
     scale = float(np.mean(problem.jct_alone))  # objective normaliser (s)
@@ -668,9 +670,10 @@ def _build_milp(pywraplp, solver_id, problem, upper=None, deadline=math.inf, gro
         _check_clock(deadline)
         r = np.sort(rho[i][rho[i] > 0])[::-1]
         r_sorted.append(r)
-        n_hi = int(min(cap, r.size, problem.max_workers[i]))  # no job uses more than max_workers
+        n_hi = int(min(cap[i], r.size, problem.max_workers[i]))  # no job uses more than max_workers
         best = problem.work[i] / np.cumsum(r[:n_hi]) + problem.size_cost[i, 1:n_hi + 1]
-        keep = [n for n in range(1, n_hi + 1) if best[n - 1] <= j_max[i]]
+        # ... nor fewer than min_workers (size_cost is inf there, but j_max may be inf too)
+        keep = [n for n in range(int(n_lo[i]), n_hi + 1) if best[n - 1] <= j_max[i]]
         sizes.append(keep)
         n_max.append(keep[-1])
         tau_lo.append(r_hat[i] / r[:n_max[i]].sum() * (1.0 - slack))
@@ -740,12 +743,15 @@ def _build_milp(pywraplp, solver_id, problem, upper=None, deadline=math.inf, gro
         _check_clock(deadline)
         # every job gets at least one worker
         row(1, inf, [(v, 1) for v in z[i]])
+        # ... and at least min_i (for jobs with communication the size one-hot says it too)
+        if n_lo[i] > 1:
+            row(int(n_lo[i]), inf, [(z[i][j], 2 ** b) for j, (_, b, _) in enumerate(items[i])])
         # ... and at most n_max_i (its max_workers, or what the incumbent leaves):
         # for jobs with communication the size one-hot below says it
         reach = sum(min(int(size[c]), 2 ** int(min(size[c], n_max[i])).bit_length() - 1)
                     for c in {c for (c, _, _) in items[i]})  # most workers its bits can express
         # (redundant, so left out, when n_max_i is just what the cluster allows anyway)
-        if u[i] is None and reach > n_max[i] and n_max[i] < min(cap, r_sorted[i].size):
+        if u[i] is None and reach > n_max[i] and n_max[i] < min(cap[i], r_sorted[i].size):
             row(-inf, n_max[i], [(z[i][j], 2 ** b) for j, (_, b, _) in enumerate(items[i])])
     # a group's share of the batch is 0 when unused and at most 1 when used: q <= z
     for i in range(S):
@@ -812,7 +818,8 @@ def _build_milp(pywraplp, solver_id, problem, upper=None, deadline=math.inf, gro
     _check_clock(deadline)
     handles = {"z": z, "items": items, "members": members, "scale": scale, "n_classes": C, "nnz": nnz[0],
                "sizes_kept": int(sum(len(s) for s in sizes)),
-               "sizes_usable": int(sum(min(cap, r.size, int(m)) for r, m in zip(r_sorted, problem.max_workers)))}
+               "sizes_usable": int(sum(min(c, r.size, int(m)) - int(lo) + 1
+                                       for c, r, m, lo in zip(cap, r_sorted, problem.max_workers, n_lo)))}
     return solver, handles
 
 

@@ -60,12 +60,26 @@ def _worker_job_iv(problem, worker_job):
             f"job {int(empty[0])} gets no worker in worker_job; every job needs at least one."
         )
     over = np.flatnonzero(sizes > problem.max_workers)
+    if over.size and problem.max_workers[over[0]] < min(problem.batch[over[0]], problem.n_workers):
+        i = int(over[0])
+        raise InvalidPlacementError(
+            f"job {i} gets {int(sizes[i])} workers in worker_job, more than its max_workers = "
+            f"{int(problem.max_workers[i])}. Set the surplus workers to -1 (idle)."
+        )
     if over.size:
         i = int(over[0])
         raise InvalidPlacementError(
             f"job {i} gets {int(sizes[i])} workers in worker_job, but its batch of "
             f"{int(problem.batch[i])} samples gives at most {int(problem.max_workers[i])} of them a sample; "
             "the others would do no work. Set the surplus workers to -1 (idle)."
+        )
+    under = np.flatnonzero(sizes < problem.min_workers)
+    if under.size:
+        i = int(under[0])
+        raise InvalidPlacementError(
+            f"job {i} gets {int(sizes[i])} workers in worker_job, fewer than its min_workers = "
+            f"{int(problem.min_workers[i])}. Give it at least {int(problem.min_workers[i])} workers "
+            "(of types it can run on)."
         )
     busy = np.flatnonzero(arr >= 0)
     dead = busy[problem.worker_throughput[arr[busy], busy] <= 0]

@@ -7,7 +7,8 @@ from collections.abc import Mapping
 import numpy as np
 
 from ._validation import (
-    COUNT_MAX, REAL_MAX, REAL_MIN, as_real_array, check_count_total, check_real_range, is_real_scalar,
+    COUNT_MAX, REAL_MAX, REAL_MIN, as_real_array, check_count_total, check_real_range, exact_int_sum,
+    is_real_scalar,
 )
 from .errors import InvalidProblemError, InvalidProblemTypeError
 
@@ -22,7 +23,8 @@ MAX_TABLE_CELLS = 2**29
 
 #: Keys of :meth:`Problem.to_dict` (the parameters of :class:`Problem`).
 _REQUIRED_KEYS = ("throughput", "type_counts", "batch", "iterations")
-_OPTIONAL_KEYS = ("grad_bytes", "bandwidth", "worker_speed", "job_names", "type_names")
+_OPTIONAL_KEYS = ("grad_bytes", "bandwidth", "worker_speed", "job_names", "type_names",
+                  "min_workers", "max_workers")
 
 
 def _index_arg(name, value, lo, hi, what):
@@ -169,6 +171,121 @@ def _per_job(value, name, n_jobs, *, default=None, positive=True, integer=False,
     return arr
 
 
+def _per_job_count(value, name, n_jobs, default, names=None):
+    """A per-job vector of worker counts (int64, >= 1; a scalar is broadcast); ``default`` when None."""
+    if value is None:
+        return np.full(n_jobs, default, dtype=np.int64)
+    shape_text = f"one whole number of workers per job, shape ({n_jobs},)"
+    raw = _real(_aligned(value, name, names, "job names"), name, shape_text)
+    arr = _to_float(raw, name, fix=f"{name} must be at most 2**53.")
+    if arr.ndim > 1:
+        raise InvalidProblemError(f"{name} must be {shape_text}; got an array of shape {arr.shape}.")
+    if arr.ndim == 0:
+        raw, arr = np.full(n_jobs, raw.item(), dtype=raw.dtype), np.full(n_jobs, float(arr))
+    if arr.shape != (n_jobs,):
+        raise InvalidProblemError(
+            f"{name} must have one value per job, shape ({n_jobs},); got shape {arr.shape}."
+        )
+    bad = np.flatnonzero(~np.isfinite(arr) | (arr != np.round(arr)))
+    if bad.size:
+        raise InvalidProblemError(
+            f"{name} must be whole numbers of workers; got {float(arr[bad[0]])!r} for job {bad[0]}."
+        )
+    bad = np.flatnonzero(arr < 1)
+    if bad.size:
+        raise InvalidProblemError(
+            f"{name} must be >= 1 for every job (a job runs on at least one worker); got "
+            f"{float(arr[bad[0]]):g} for job {bad[0]}."
+        )
+    big = np.flatnonzero(_exceeds(raw, arr, COUNT_MAX))
+    if big.size:
+        raise InvalidProblemError(
+            f"{name} must be at most 2**53 = {COUNT_MAX}; got {int(raw[big[0]])} for job {big[0]}."
+        )
+    # above K is the same bound as K (the cluster caps every job anyway)
+    return np.minimum(arr, float(MAX_WORKERS)).astype(np.int64)
+
+
+def min_worker_flow(allowed, capacity, demand):
+    """Give every job ``demand[i]`` workers of the types it may use, within ``capacity``.
+
+    A max-flow from the jobs (supply ``demand``) to the types (capacity
+    ``capacity``) over the edges ``allowed[i, g]``: a greedy first fill, then
+    breadth-first augmenting paths (Edmonds-Karp) from the jobs still short.
+
+    Parameters
+    ----------
+    allowed : ndarray of bool, shape (S, G)
+    capacity : ndarray of int64, shape (G,)
+    demand : ndarray of int64, shape (S,)
+
+    Returns
+    -------
+    flow : ndarray of int64, shape (S, G)
+        Workers of type g given to job i (``flow.sum(axis=1) == demand`` when
+        ``short`` is None).
+    short : ndarray of int64 or None
+        When no flow meets every demand: the jobs reached from a short job in
+        the residual graph, a set whose allowed types hold fewer workers than
+        its summed demand (Hall's condition for demands, violated); else None.
+    """
+    S, G = allowed.shape
+    flow = np.zeros((S, G), dtype=np.int64)
+    free = np.array(capacity, dtype=np.int64)
+    need = np.array(demand, dtype=np.int64)
+    for i in range(S):  # greedy: types in index order
+        for g in np.flatnonzero(allowed[i] & (free > 0)):
+            take = min(int(need[i]), int(free[g]))
+            flow[i, g] += take
+            free[g] -= take
+            need[i] -= take
+            if need[i] == 0:
+                break
+    while need.any():
+        starts = np.flatnonzero(need > 0)
+        job_seen = np.zeros(S, dtype=bool)
+        job_seen[starts] = True
+        type_from = np.full(G, -1, dtype=np.int64)  # job that reached type g
+        job_from = np.full(S, -1, dtype=np.int64)  # type that reached job i (-1: a start)
+        frontier, end = list(starts), -1
+        while frontier and end < 0:
+            nxt = []
+            for i in frontier:
+                for g in np.flatnonzero(allowed[i] & (type_from < 0)):
+                    type_from[g] = i
+                    if free[g] > 0:
+                        end = g
+                        break
+                    for j in np.flatnonzero((flow[:, g] > 0) & ~job_seen):
+                        job_seen[j] = True
+                        job_from[j] = g
+                        nxt.append(j)
+                if end >= 0:
+                    break
+            frontier = nxt
+        if end < 0:
+            return flow, np.flatnonzero(job_seen)
+        path, g = [], end  # (job, type) forward edges; between them, (job, type) edges taken back
+        while True:
+            i = int(type_from[g])
+            path.append((i, g))
+            if job_from[i] < 0:
+                break
+            g = int(job_from[i])
+        amount = min(int(free[end]), int(need[path[-1][0]]))
+        # the backward edges: job i gives up the type it was reached through, job_from[i]
+        for i, _ in path:
+            if job_from[i] >= 0:
+                amount = min(amount, int(flow[i, job_from[i]]))
+        for i, g in path:
+            flow[i, g] += amount
+            if job_from[i] >= 0:
+                flow[i, job_from[i]] -= amount
+        free[end] -= amount
+        need[path[-1][0]] -= amount
+    return flow, None
+
+
 def _names(value, name, n, prefix):
     if value is None:
         return tuple(f"{prefix}{i}" for i in range(n))
@@ -223,6 +340,13 @@ class Problem:
         Default: all 1 (dedicated workers).
     job_names, type_names : sequence of str, optional
         Labels used in tables and files.
+    min_workers : int or array_like of int, shape (S,), optional
+        Fewest workers each job may get (>= 1; a scalar applies to every
+        job).  Default 1.
+    max_workers : int or array_like of int, shape (S,), optional
+        Most workers each job may get (>= 1).  Default K.  The bound in force
+        is ``min(max_workers, batch, K)``; ``min_workers == max_workers``
+        makes a rigid job (exactly that many workers).
 
     Attributes
     ----------
@@ -237,13 +361,18 @@ class Problem:
     comm_time : ndarray of float64, shape (S, K + 1)
         ``comm_time[i, n]``: total communication time of job ``i`` run on ``n``
         workers, ``T_i * 2 (n-1)/n * D_i / r`` (0 for ``n <= 1``).
+    min_workers : ndarray of int64, shape (S,)
+        Fewest workers job ``i`` may get (the parameter; all 1 by default).
     max_workers : ndarray of int64, shape (S,)
-        Most workers job ``i`` can use: ``min(batch[i], K)``.  Its batch is split
-        into whole samples, so a worker beyond ``batch[i]`` would get none and do
-        no work; every method keeps ``n_i <= max_workers[i]``.
+        Most workers job ``i`` can use: ``min(max_workers, batch[i], K)``.  Its
+        batch is split into whole samples, so a worker beyond ``batch[i]`` would
+        get none and do no work; every method keeps
+        ``min_workers[i] <= n_i <= max_workers[i]``.
     size_cost : ndarray of float64, shape (S, K + 1)
-        ``comm_time`` with ``+inf`` for sizes ``n > max_workers[i]``: the cost
-        table the kernels use, so an unusable size is never chosen.
+        ``comm_time`` with ``+inf`` for sizes ``0 < n < min_workers[i]`` and
+        ``n > max_workers[i]``: the cost table the kernels use, so a size
+        outside the bounds is never chosen (``size_cost is comm_time`` when no
+        size is excluded).
     uniform_speed : bool
         True when every worker speed is 1, so workers of one type are
         interchangeable (the type DP applies).
@@ -251,7 +380,10 @@ class Problem:
     Raises
     ------
     InvalidProblemError, InvalidProblemTypeError
-        With a message naming the parameter, the value and the fix.
+        With a message naming the parameter, the value and the fix; also for
+        bounds no placement can meet (a minimum above the maximum in force,
+        minima summing above K, or jobs whose allowed types hold fewer
+        workers than their minima).
 
     Notes
     -----
@@ -271,6 +403,8 @@ class Problem:
         worker_speed: "np.typing.ArrayLike | None" = None,
         job_names: "list[str] | None" = None,
         type_names: "list[str] | None" = None,
+        min_workers: "np.typing.ArrayLike | None" = None,
+        max_workers: "np.typing.ArrayLike | None" = None,
     ) -> None:
         # a pandas DataFrame brings its own labels (duck-typed: pandas stays optional)
         frame = not isinstance(throughput, np.ndarray) and hasattr(throughput, "columns") and hasattr(throughput, "index")
@@ -415,17 +549,80 @@ class Problem:
         self.has_communication = bool(np.any(comm > 0))
         # A worker whose share of the batch rounds to no sample does no work, so a
         # job can use at most ``batch`` workers: sizes above that are infeasible.
-        self.max_workers = _frozen(np.minimum(batch_arr, K).astype(np.int64))
-        capped = np.flatnonzero(self.max_workers < K)
+        lo, hi = self._bounds_iv(min_workers, max_workers, batch_arr, job_labels)
+        self.min_workers = _frozen(lo)
+        self.max_workers = _frozen(hi)
+        capped = np.flatnonzero((hi < K) | (lo > 1))
         if capped.size:
             cost = comm.copy()
             for i in capped:  # row by row: no (S, K + 1) temporary
-                cost[i, self.max_workers[i] + 1:] = math.inf
+                cost[i, 1:lo[i]] = math.inf
+                cost[i, hi[i] + 1:] = math.inf
             self.size_cost = _frozen(cost)
         else:
             self.size_cost = self.comm_time  # no size is capped: the same table
-        self._check_coverable()
+        if (lo > 1).any():
+            self._check_minima()
+        else:
+            self._check_coverable()
         self._jct_alone = None
+
+    def _bounds_iv(self, min_workers, max_workers, batch, names):
+        """``(min_workers, max_workers in force)`` as int64 (S,) arrays, or raise."""
+        S, K = self.n_jobs, self.n_workers
+        lo = _per_job_count(min_workers, "min_workers", S, 1, names)
+        hi_user = _per_job_count(max_workers, "max_workers", S, K, names)
+        bad = np.flatnonzero(lo > hi_user) if max_workers is not None else ()
+        if len(bad):
+            i = int(bad[0])
+            raise InvalidProblemError(
+                f"min_workers must be <= max_workers for every job; got min_workers = {int(lo[i])} > "
+                f"max_workers = {int(hi_user[i])} for job {i}. Lower min_workers or raise max_workers "
+                "(equal values make a rigid job)."
+            )
+        hi = np.minimum(np.minimum(hi_user, batch), K).astype(np.int64)
+        bad = np.flatnonzero(lo > hi)
+        if bad.size:
+            i = int(bad[0])
+            why = (f"its batch of {int(batch[i])} samples gives at most {int(batch[i])} workers a sample"
+                   if batch[i] < min(hi_user[i], K) else f"the cluster has {K} workers")
+            raise InvalidProblemError(
+                f"min_workers = {int(lo[i])} for job {i} exceeds the most workers it can use, "
+                f"{int(hi[i])} = min(max_workers, batch, n_workers): {why}. Lower its min_workers "
+                f"to at most {int(hi[i])}."
+            )
+        total = exact_int_sum(lo)
+        if total > K:
+            raise InvalidProblemError(
+                f"min_workers sums to {total}, more than the {K} workers of the cluster "
+                f"(sum of type_counts); min_workers = {_compact(lo)}. Lower the minima or add workers."
+            )
+        return lo, hi
+
+    def _check_minima(self):
+        """Raise unless some placement gives every job its min_workers (Hall's condition for demands)."""
+        allowed = (self.throughput > 0) & (self.type_counts > 0)[None, :]
+        room = allowed.astype(np.int64) @ self.type_counts
+        lo = self.min_workers
+        bad = np.flatnonzero(lo > room)
+        if bad.size:
+            i = int(bad[0])
+            types = [self.type_names[g] for g in np.flatnonzero(allowed[i])]
+            raise InvalidProblemError(
+                f"min_workers = {int(lo[i])} for job {i}, but the types it can run on ({', '.join(types)}) "
+                f"have only {int(room[i])} worker{'s' if room[i] != 1 else ''}. Lower its min_workers to at most {int(room[i])}, or "
+                "give it a positive throughput on more types."
+            )
+        _, short = min_worker_flow(allowed, self.type_counts, lo)
+        if short is not None:
+            types = np.flatnonzero(allowed[short].any(axis=0))
+            have = int(self.type_counts[types].sum())
+            raise InvalidProblemError(
+                f"no placement gives every job its min_workers: jobs {_compact(short)} need "
+                f"{exact_int_sum(lo[short])} workers together (their min_workers), but the types they can "
+                f"run on ({', '.join(self.type_names[g] for g in types)}) have only {have}. Lower their "
+                "min_workers or add workers of those types."
+            )
 
     # ------------------------------------------------------------------ checks
     def _check_coverable(self):
@@ -497,7 +694,7 @@ class Problem:
         throughput_sum : float
             Summed samples/s of its workers, > 0 and finite.
         n_workers : int
-            Its number of workers, ``1 <= n_workers <= max_workers[job]``.
+            Its number of workers, ``min_workers[job] <= n_workers <= max_workers[job]``.
 
         Returns
         -------
@@ -511,8 +708,8 @@ class Problem:
             index or a string too).
         """
         job = _index_arg("job", job, 0, self.n_jobs - 1, "a job index")
-        n = _index_arg("n_workers", n_workers, 1, int(self.max_workers[job]),
-                       f"a number of workers job {job} can use (its max_workers)")
+        n = _index_arg("n_workers", n_workers, int(self.min_workers[job]), int(self.max_workers[job]),
+                       f"a number of workers job {job} can use (its min_workers..max_workers)")
         if not is_real_scalar(throughput_sum) or not (0 < float(throughput_sum) < math.inf):
             raise InvalidProblemError(
                 f"throughput_sum must be a positive, finite number of samples/s; got {throughput_sum!r}."
@@ -524,7 +721,22 @@ class Problem:
         return Problem(
             self.throughput, self.type_counts, self.batch, self.iterations, self.grad_bytes,
             self.bandwidth, worker_speed, self.job_names, self.type_names,
+            **self._bounds_dict(),
         )
+
+    def _bounds_dict(self):
+        """The size bounds as Problem arguments, only those that differ from the defaults."""
+        out = {}
+        if (self.min_workers > 1).any():
+            out["min_workers"] = self.min_workers.tolist()
+        if (self.max_workers < np.minimum(self.batch, self.n_workers)).any():
+            out["max_workers"] = self.max_workers.tolist()
+        return out
+
+    @property
+    def bounded(self):
+        """bool: True when ``min_workers`` or ``max_workers`` was given and binds some job."""
+        return bool(self._bounds_dict())
 
     def to_dict(self):
         """Plain-Python description (JSON-serialisable)."""
@@ -538,6 +750,7 @@ class Problem:
             "worker_speed": None if self.uniform_speed else self.worker_speed.tolist(),
             "job_names": list(self.job_names),
             "type_names": list(self.type_names),
+            **self._bounds_dict(),
         }
 
     @classmethod

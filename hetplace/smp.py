@@ -102,26 +102,80 @@ def centre_sizes(problem, iterations=60):
     return np.maximum(y.sum(axis=1), 1.0)
 
 
-def fit_sizes(cats, max_workers):
-    """Categories made feasible for per-job size limits, keeping their total.
+def fit_sizes(cats, max_workers, min_workers=None, n_workers=None):
+    """Categories made feasible for per-job size bounds.
 
-    A job never takes more workers than ``max_workers`` (its batch's samples,
-    :attr:`Problem.max_workers`).  Rows of ``cats`` (``(N, S)`` job sizes) that
-    exceed a limit are clipped to it, and the clipped workers go to the jobs
-    that still have room, in proportion to their sampled sizes (largest
-    remainder, ties to the lower job index), so the sample still uses as many
-    workers as it drew instead of leaving them idle **(ours)**.  Rows within
-    the limits are returned unchanged; the result is deterministic.
+    A job never takes more workers than ``max_workers`` (its batch's samples
+    and the user's bound, :attr:`Problem.max_workers`) nor fewer than
+    ``min_workers``.  Rows of ``cats`` (``(N, S)`` job sizes) are fixed in two
+    deterministic steps **(ours)**:
+
+    1. sizes above ``max_workers`` are clipped to it, and the clipped workers
+       go to the jobs that still have room, in proportion to their sampled
+       sizes (largest remainder, ties to the lower job index), so the sample
+       still uses as many workers as it drew instead of leaving them idle;
+    2. sizes below ``min_workers`` are raised to it, with the row's idle
+       workers (``n_workers`` minus its total) first, then with workers taken
+       from the jobs above their own minimum, largest excess first (their
+       excesses are levelled down; ties leave the lower job index the larger
+       one).  No size leaves ``[min_workers, max_workers]`` in this step.
+
+    Rows within the bounds are returned unchanged.  Vectorised over rows.
 
     Parameters
     ----------
     cats : ndarray of int64, shape (N, S)
     max_workers : ndarray of int64, shape (S,)
+    min_workers : ndarray of int64, shape (S,), optional
+        Default: no lower bound beyond the sampled sizes.
+    n_workers : int, optional
+        Workers of the cluster (K); a row may use ``n_workers - row.sum()``
+        idle workers in step 2.  Default: no idle workers.
 
     Returns
     -------
     ndarray of int64, shape (N, S)
     """
+    out = _fit_max(cats, max_workers)
+    if min_workers is None:
+        return out
+    under = (out < min_workers).any(axis=1)
+    if not under.any():
+        return out
+    out = out.copy()  # never the caller's array
+    old = out[under]
+    n = np.maximum(old, min_workers)
+    deficit = n.sum(axis=1) - old.sum(axis=1)
+    idle = np.maximum(n_workers - old.sum(axis=1), 0) if n_workers is not None else 0
+    excess = n - min_workers  # what each job holds above its own minimum
+    take = np.minimum(np.maximum(deficit - idle, 0), excess.sum(axis=1))
+    # level L of each row: the largest with sum(max(excess - L, 0)) >= take (bisection, all rows at once)
+    lo = np.zeros(n.shape[0], dtype=np.int64)
+    hi = excess.max(axis=1) + 1
+    while (hi - lo > 1).any():
+        mid = (lo + hi) // 2
+        ok = np.maximum(excess - mid[:, None], 0).sum(axis=1) >= take
+        lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid)
+    cut = np.maximum(excess - lo[:, None], 0)
+    cut[take == 0] = 0
+    # the level overshoots by fewer than the jobs above it: give one back to each, lower job index first
+    back = cut.sum(axis=1) - take
+    above = cut > 0
+    cut -= above & (np.cumsum(above, axis=1) <= back[:, None])
+    out[under] = n - cut
+    return out
+
+
+def _bounded_centre(problem):
+    """:func:`centre_sizes` moved inside the size bounds when the problem has some."""
+    centre = centre_sizes(problem)
+    if problem.bounded:
+        centre = np.clip(centre, problem.min_workers, problem.max_workers)
+    return centre
+
+
+def _fit_max(cats, max_workers):
+    """Step 1 of :func:`fit_sizes`: clip to ``max_workers``, hand the clipped workers to jobs with room."""
     cats = np.asarray(cats, dtype=np.int64)
     over = (cats > max_workers).any(axis=1)
     if not over.any():
@@ -600,11 +654,13 @@ def smp_place(problem, seed=None, **options):
     weighted = opts["sampling"] == "weighted"
     cats = sample_categories(
         K, S, opts["samples"], seed=seed, exact=False, method=opts["sampling"],
-        centre=centre_sizes(problem) if weighted else None,
+        centre=_bounded_centre(problem) if weighted else None,
         **({"spread": opts["spread"]} if opts["spread"] is not None and weighted else {}),
         backend=opts["backend"],
     )
-    cats = np.ascontiguousarray(fit_sizes(cats, problem.max_workers), dtype=np.int64)
+    cats = np.ascontiguousarray(
+        fit_sizes(cats, problem.max_workers, problem.min_workers, problem.n_workers), dtype=np.int64
+    )
     t1 = time.perf_counter()
     with np.errstate(divide="ignore", invalid="ignore"):  # the python backend's numpy scalars, as IEEE (docs of _core._jit)
         out_wj, out_total, out_stats, modes = _run(problem, cats, opts)

@@ -31,6 +31,8 @@ def mean_jct_reference(problem, worker_job):
         n = len(workers)
         if n > problem.batch[i]:
             return math.inf  # a worker beyond the batch's samples gets none (docs/model.md §1)
+        if not problem.min_workers[i] <= n <= problem.max_workers[i]:
+            return math.inf  # outside the job's size bounds (Problem(min_workers=, max_workers=))
         t_c = problem.batch[i] / X
         t_m = 0.0
         if n > 1 and math.isfinite(problem.bandwidth):
@@ -64,7 +66,7 @@ def type_dp_reference(problem):
 
     def cost(i, y):
         n = sum(y)
-        if n == 0:
+        if n == 0 or not problem.min_workers[i] <= n <= problem.max_workers[i]:
             return math.inf
         X = 0.0
         for g in range(G):
@@ -411,15 +413,21 @@ def _fastest_free_reference(problem, worker_job, i):
 
 
 def _seed_reference(problem, order):
-    """One fastest free worker per job in ``order``; the baselines' matching seed when one is stranded."""
-    from hetplace.baselines import _seed_by_matching
+    """Rounds over the jobs in ``order``, each taking one fastest free worker until it has its
+    ``min_workers``; the baselines' matching (or flow) seed when one is stranded."""
+    from hetplace.baselines import _seed_by_flow, _seed_by_matching
 
     worker_job = np.full(problem.n_workers, -1, dtype=np.int64)
-    for i in order:
-        k = _fastest_free_reference(problem, worker_job, i)
-        if k < 0:
-            return _seed_by_matching(problem)
-        worker_job[k] = i
+    have = np.zeros(problem.n_jobs, dtype=np.int64)
+    for _ in range(int(problem.min_workers.max())):
+        for i in order:
+            if have[i] >= problem.min_workers[i]:
+                continue
+            k = _fastest_free_reference(problem, worker_job, i)
+            if k < 0:
+                return _seed_by_matching(problem) if (problem.min_workers == 1).all() else _seed_by_flow(problem)
+            worker_job[k] = i
+            have[i] += 1
     return worker_job
 
 
@@ -434,6 +442,7 @@ def equal_placement_reference(problem):
     sizes = np.full(S, K // S)
     sizes[: K % S] += 1
     targets = np.minimum(sizes[np.argsort(order, kind="stable")], problem.max_workers)
+    targets = np.maximum(targets, problem.min_workers)
     have = np.bincount(worker_job[worker_job >= 0], minlength=S)
     progress = True
     while progress:
@@ -494,7 +503,7 @@ def greedy_placement_reference(problem):
 # =============================================================================
 
 
-def fit_sizes_reference(cats, max_workers):
+def fit_sizes_reference(cats, max_workers, min_workers=None, n_workers=None):
     """Row by row, one worker at a time: clip, then hand each clipped worker to the job with
     room whose share ``surplus * n_j / sum(n with room)`` has the largest remainder -- the same
     rule as ``fit_sizes``, written as a loop over rows and rounds."""
@@ -519,5 +528,23 @@ def fit_sizes_reference(cats, max_workers):
                     rest -= 1
             n = n + np.array(add, dtype=np.int64)
             surplus -= sum(add)
+        out[r] = n
+    if min_workers is None:
+        return out
+    lo = np.asarray(min_workers, dtype=np.int64)
+    for r in range(out.shape[0]):
+        n = [int(v) for v in out[r]]
+        idle = (n_workers - sum(n)) if n_workers is not None else 0
+        for j in range(len(n)):
+            while n[j] < lo[j]:  # one worker at a time: an idle one, else one from the largest excess
+                n[j] += 1
+                if idle > 0:
+                    idle -= 1
+                    continue
+                excess = [n[t] - lo[t] for t in range(len(n))]
+                if max(excess) <= 0:
+                    continue  # nobody can give (only without n_workers)
+                donor = max(range(len(n)), key=lambda t: (excess[t], t))  # ties: the higher index gives
+                n[donor] -= 1
         out[r] = n
     return out
