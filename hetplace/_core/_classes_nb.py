@@ -35,7 +35,6 @@ from numba.extending import register_jitable
 
 from ._matching_nb import auction_kernel
 from ._matching_py import auction_workspace_size
-from ._polish_nb import _job_cost as _cost
 
 __all__ = [
     "class_market_workspace_size",
@@ -49,6 +48,11 @@ __all__ = [
     "polish_classes_impl",
     "polish_classes",
 ]
+
+
+@register_jitable
+def _cost(work, comm, i, X, n):
+    return work[i] / X + comm[i, n]
 
 
 def class_market_workspace_size(S, C, K):

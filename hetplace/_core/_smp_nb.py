@@ -1,6 +1,7 @@
 """SMP sample driver, Numba backend: every sampled category through the market
-(``run_samples``), then the best distinct results through the polish
-(``polish_rows``), each in parallel with ``prange``.
+(``run_samples``) in parallel with ``prange`` (the worker-level polish of the
+best results is the single source :mod:`hetplace._core._polish`, reached
+through :mod:`hetplace._core._registry`).
 
 Each sample writes only its own row of the outputs, so the result does not
 depend on the number of threads; the choice among samples is made afterwards,
@@ -16,7 +17,6 @@ from ._jit import JIT
 
 from ._classes_nb import class_market, class_totals, counts_of, expand_counts, polish_classes
 from ._matching_nb import market_category_kernel
-from ._polish_nb import assignment_total, polish
 
 
 @njit(**JIT)
@@ -45,17 +45,6 @@ def run_samples(rho, work, comm, worker_type, speed, uniform, cats, form, max_ro
     for s in prange(N):
         out_total[s] = _one_sample(rho, work, comm, cats[s], form, max_rounds, job_order,
                                    order_len, worker_rank, out_wj[s], out_stats[s], nf, ni)
-
-
-@njit(parallel=True, **JIT)
-def polish_rows(rho, work, comm, worker_type, speed, uniform, rows, max_steps,
-                out_wj, out_total, out_stats):
-    """Polish the assignments ``out_wj[rows[j]]`` in place; update their totals and step counts."""
-    for j in prange(rows.shape[0]):
-        s = rows[j]
-        wj = out_wj[s]
-        out_stats[s, 2] = polish(rho, work, comm, worker_type, speed, uniform, wj, max_steps)
-        out_total[s] = assignment_total(rho, work, comm, wj)
 
 
 @njit(parallel=True, **JIT)
