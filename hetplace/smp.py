@@ -353,18 +353,10 @@ def _run(problem, cats, opts):
                                          out_wj, out_total, out_stats)
             else:
                 polish_args = common + (rows, _MAX_POLISH_STEPS, out_wj, out_total, out_stats)
-            if not polish_cls:
-                from ._core._registry import kernels
+            from ._core._registry import kernels
 
-                kernels(backend).polish_rows(*polish_args, threads or 0)
-            elif backend == "python":
-                _polish_classes_py(problem, *polish_args)
-            elif backend == "numba":
-                from ._core import _smp_nb
-
-                _smp_nb.polish_rows_classes(*polish_args)
-            else:
-                _smp.polish_rows_classes(*polish_args, threads or 0)
+            table = kernels(backend)
+            (table.polish_rows_classes if polish_cls else table.polish_rows)(*polish_args, threads or 0)
     if approx:
         # bucket values were approximate: score every row truly, and reorder the
         # workers inside each bucket of the polished rows (fastest to the job that
@@ -424,7 +416,10 @@ def _sort_buckets(problem, wj, members, cls_start, total, rounds=3):
 def _market_classes_py(rhoC, work, comm, mc, members, cls_start, cats, max_rounds,
                        out_wj, out_total, out_stats, nf, ni):
     """Plain-Python twin of ``_smp_nb.run_samples_classes``."""
-    from ._core._classes_nb import class_market_py, expand_counts
+    from ._core._classes_nb import class_market_py
+    from ._core._source import load
+
+    expand_counts = load("_polish", "python").expand_counts
 
     S, C = rhoC.shape
     for s in range(cats.shape[0]):
@@ -433,20 +428,6 @@ def _market_classes_py(rhoC, work, comm, mc, members, cls_start, cats, max_round
         out_total[s] = class_market_py(rhoC, work, comm, mc, cats[s], max_rounds, cnt, st)
         out_stats[s, 0], out_stats[s, 1] = st[0], st[1]
         expand_counts(cnt, members, cls_start, out_wj[s])
-
-
-def _polish_classes_py(problem, rhoC, work, comm, mc, class_of, members, cls_start, rows, max_steps,
-                       out_wj, out_total, out_stats):
-    """Plain-Python twin of ``_smp_nb.polish_rows_classes``."""
-    from ._core._classes_nb import class_totals, counts_of, expand_counts, polish_classes_impl
-
-    S, C = rhoC.shape
-    for s in rows:
-        cnt = np.zeros((S, C), dtype=np.int64)
-        counts_of(out_wj[s], class_of, cnt)
-        out_stats[s, 2] = polish_classes_impl(rhoC, work, comm, mc, cnt, max_steps)
-        expand_counts(cnt, members, cls_start, out_wj[s])
-        out_total[s] = class_totals(rhoC, work, comm, cnt, np.zeros(S), np.zeros(S, dtype=np.int64))
 
 
 def _rows_to_polish(out_wj, out_total, top):

@@ -141,3 +141,31 @@ def test_polish_rows_agree_on_exact_ties(seed):
         np.testing.assert_array_equal(stats, ref[2], err_msg=b)
     np.testing.assert_array_equal(ref[0][1], out0[1])  # rows not listed are untouched
     assert ref[1][1] == -1.0
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_polish_rows_classes_agree_on_exact_ties(seed):
+    from hetplace.smp import worker_classes
+
+    p = _tied_problem(seed)
+    rhoC, mc, class_of, members, cls_start = worker_classes(p)
+    rng = np.random.default_rng(seed)
+    S, K, N = p.n_jobs, p.n_workers, 3
+    out0 = np.full((N, K), -1, dtype=np.int64)
+    for r in range(N):
+        perm = rng.permutation(K)
+        out0[r, perm[:S]] = np.arange(S)
+        out0[r, perm[S:]] = rng.integers(-1, S, K - S)
+    rows = np.array([2, 0], dtype=np.int64)
+    results = {}
+    for b in AVAILABLE:
+        wj, total, stats = out0.copy(), np.full(N, -1.0), np.zeros((N, 3), dtype=np.int64)
+        kernels(b).polish_rows_classes(rhoC, p.work, p.size_cost, mc, class_of, members, cls_start, rows, 100_000,
+                                       wj, total, stats, 1)
+        results[b] = (wj, total, stats)
+    ref = results["python"]
+    for b, (wj, total, stats) in results.items():
+        np.testing.assert_array_equal(wj, ref[0], err_msg=b)
+        np.testing.assert_array_equal(total.view(np.int64), ref[1].view(np.int64), err_msg=b)
+        np.testing.assert_array_equal(stats, ref[2], err_msg=b)
+    assert np.isfinite(ref[1][rows]).all() and ref[1][1] == -1.0

@@ -1,22 +1,24 @@
-"""SMP sample driver, Numba backend: every sampled category through the market
-(``run_samples``) in parallel with ``prange`` (the worker-level polish of the
-best results is the single source :mod:`hetplace._core._polish`, reached
-through :mod:`hetplace._core._registry`).
+"""SMP sample driver, Numba backend: every sampled category through the market in
+parallel with ``prange``, on single workers (``run_samples``) or on worker
+classes (``run_samples_classes``, :mod:`hetplace._core._classes_nb`).  The
+polish of the best results is the single source :mod:`hetplace._core._polish`,
+reached through :mod:`hetplace._core._registry`.
 
 Each sample writes only its own row of the outputs, so the result does not
 depend on the number of threads; the choice among samples is made afterwards,
 serially, by the public layer (:mod:`hetplace.smp`, which also holds the
-plain-Python twin of these loops).  ``run_samples_classes`` and
-``polish_rows_classes`` are the same two passes on worker classes
-(:mod:`hetplace._core._classes_nb`).
+plain-Python twin of these loops).
 """
 
 import numpy as np
 from numba import njit, prange
 from ._jit import JIT
 
-from ._classes_nb import class_market, class_totals, counts_of, expand_counts, polish_classes
+from ._classes_nb import class_market
 from ._matching_nb import market_category_kernel
+from ._source import load
+
+expand_counts = load("_polish", "numba").expand_counts
 
 
 @njit(**JIT)
@@ -67,20 +69,3 @@ def run_samples_classes(rhoC, work, comm, mc, members, cls_start, cats, max_roun
         out_stats[s, 0] = st[0]
         out_stats[s, 1] = st[1]
         expand_counts(cnt, members, cls_start, out_wj[s])
-
-
-@njit(parallel=True, **JIT)
-def polish_rows_classes(rhoC, work, comm, mc, class_of, members, cls_start, rows, max_steps,
-                        out_wj, out_total, out_stats):
-    """Polish ``out_wj[rows[j]]`` on class counts (``_classes_nb.polish_classes``), in place."""
-    S = rhoC.shape[0]
-    C = rhoC.shape[1]
-    for j in prange(rows.shape[0]):
-        s = rows[j]
-        cnt = np.zeros((S, C), dtype=np.int64)
-        X = np.zeros(S)
-        n = np.zeros(S, dtype=np.int64)
-        counts_of(out_wj[s], class_of, cnt)
-        out_stats[s, 2] = polish_classes(rhoC, work, comm, mc, cnt, max_steps)
-        expand_counts(cnt, members, cls_start, out_wj[s])
-        out_total[s] = class_totals(rhoC, work, comm, cnt, X, n)
