@@ -33,6 +33,7 @@ def test_every_backend_has_the_same_kernels():
         assert set(vars(table)) == {"backend", *KERNEL_NAMES}
 
 
+@pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0"), reason="Numba's JIT is off")
 def test_numba_backend_is_compiled_and_python_backend_is_not():
     import numba
 
