@@ -49,7 +49,7 @@ def unavailable(backend):
 
     Only ``"cython"`` can be unavailable (its extensions are built at install).
     """
-    if backend != "cython" or backend in _cache:
+    if backend != "cython":
         return None
     for name in _CYTHON_EXTRAS + tuple(_SINGLE_SOURCE):
         try:
@@ -74,14 +74,14 @@ def kernels(backend):
         ``backend`` is ``"cython"`` and its extensions are not built (or a
         build failed and left plain Python in their place).
     """
-    if backend in _cache:
-        return _cache[backend]
-    missing = unavailable(backend)
+    missing = unavailable(backend)  # every time (a few dict look-ups): an extension can go missing
     if missing is not None:
         from ..errors import InvalidOptionError
         from . import missing_compiled_message
 
         raise InvalidOptionError(missing_compiled_message(missing[0], missing[1], what=f"backend={backend!r}"))
+    if backend in _cache:
+        return _cache[backend]
     if backend == "cython":
         modules = {name: _cython_module(name) for name in _SINGLE_SOURCE}
     else:
