@@ -40,6 +40,7 @@ import numpy as np
 
 from .data import gavel_path as _gavel_path
 from .errors import HetplaceError, InvalidOptionError, MissingDependencyError
+from .problem import MAX_WORKERS
 
 __all__ = [
     "ExecutorError",
@@ -94,7 +95,7 @@ def default_gavel_path():
     return DEFAULT_GAVEL if DEFAULT_GAVEL.is_file() else None
 
 
-def _int_tuple(name, values, minimum):
+def _int_tuple(name, values, minimum, maximum=None):
     if isinstance(values, (int, np.integer)) and not isinstance(values, bool):
         values = (values,)
     try:
@@ -106,6 +107,8 @@ def _int_tuple(name, values, minimum):
     for v in out:
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < minimum:
             raise InvalidOptionError(f"{name} must hold integers >= {minimum}; got {v!r} in {list(out)!r}.")
+        if maximum is not None and v > maximum:
+            raise InvalidOptionError(f"{name} must hold integers <= {maximum}; got {v!r} in {list(out)!r}.")
     return tuple(int(v) for v in out)
 
 
@@ -170,9 +173,9 @@ class SweepSpec:
         set_ = object.__setattr__
         set_(self, "families", _str_tuple("families", self.families, _FAMILIES))
         set_(self, "methods", _str_tuple("methods", self.methods, tuple(METHODS)))
-        set_(self, "K", _int_tuple("K", self.K, 1))
-        set_(self, "S", _int_tuple("S", self.S, 1))
-        set_(self, "seeds", _int_tuple("seeds", self.seeds, 0))
+        set_(self, "K", _int_tuple("K", self.K, 1, MAX_WORKERS))  # the generators' limits, checked up front
+        set_(self, "S", _int_tuple("S", self.S, 1, MAX_WORKERS))
+        set_(self, "seeds", _int_tuple("seeds", self.seeds, 0, 2**64 - 1))
         if self.gavel is not None:
             set_(self, "gavel", str(self.gavel))
         need = [f for f in self.families if f in _NEEDS_GAVEL]

@@ -255,3 +255,10 @@ def test_executor_workers_beyond_a_c_int_are_rejected(workers):
 def test_summary_markdown_rejects_what_is_not_a_sweep_result(result):
     with pytest.raises(bench.InvalidOptionError, match="SweepResult"):
         bench.summary_markdown(result)
+
+
+@pytest.mark.parametrize("field, value", [("K", (10**20,)), ("K", (10**6 + 1,)), ("S", (2**63,)), ("seeds", (2**64,))])
+def test_sweep_spec_bounds_sizes_and_seeds_up_front(field, value):
+    # hetplace bench --K 99999999999999999999 ended in a numpy traceback (exit 1) inside the generator
+    with pytest.raises(bench.InvalidOptionError, match=f"{field} must hold integers <="):
+        bench.SweepSpec(families=("synthetic",), **{field: value})
