@@ -1292,18 +1292,36 @@ def add_balance_cases():
         case("balance", f"simulate/scenario={_fmt(v)}", lambda v=v: bl.simulate("cpu", v), param="scenario")
 
     # model helpers
+    def ef(speed, total=12, lo=1, hi=12):
+        b, T = bl.equal_finish(speed, total, lo, hi)
+        finite(b, "equal_finish b")
+        finite(T, "equal_finish T")
+        need(abs(float(np.sum(b)) - total) <= 1e-9 * max(1, total), "equal_finish does not sum to total")
+        return b
+
+    def oia(speed, total=12, lo=1, hi=12):
+        b, T = bl.optimal_integer_allocation(speed, total, lo, hi)
+        finite(T, "optimal_integer_allocation T")
+        return chk_sizes(int(total), len(b))(b)
+
+    def st(b, speed, **kw):
+        t = np.asarray(bl.step_time(b, speed, **kw))
+        sp = np.broadcast_to(np.asarray(speed, dtype=float), t.shape)
+        need(not np.isnan(t).any(), "step_time NaN")
+        need(np.all(np.isfinite(t[sp > 0])), "step_time inf for a positive speed")  # speed 0 -> inf (documented)
+        return t
+
     for label, v in element_variants([1.0, 2.0, 3.0], SCALARS[:30]):
-        case("balance", f"equal_finish/speed/{label}", lambda v=v: _finite(bl.equal_finish(v, 12, 1, 12)), param="speed")
-        case("balance", f"optimal_integer_allocation/speed/{label}",
-             lambda v=v: chk_sizes(12, 3)(bl.optimal_integer_allocation(v, 12, 1, 12)), param="speed")
-        case("balance", f"step_time/speed/{label}", lambda v=v: _finite(bl.step_time([4, 4, 4], v)), param="speed")
+        case("balance", f"equal_finish/speed/{label}", lambda v=v: ef(v), param="speed")
+        case("balance", f"optimal_integer_allocation/speed/{label}", lambda v=v: oia(v), param="speed")
+        case("balance", f"step_time/speed/{label}", lambda v=v: st([4, 4, 4], v), param="speed")
     for v in SCALARS[:30]:
-        case("balance", f"equal_finish/total={_fmt(v)}", lambda v=v: _finite(bl.equal_finish([1.0, 2, 3], v, 1, 64)),
+        case("balance", f"equal_finish/total={_fmt(v)}", lambda v=v: ef([1.0, 2, 3], v, 1, 64), param="total")
+        case("balance", f"optimal_integer_allocation/total={_fmt(v)}", lambda v=v: oia([1.0, 2, 3], v, 1, 64),
              param="total")
-        case("balance", f"optimal_integer_allocation/total={_fmt(v)}",
-             lambda v=v: bl.optimal_integer_allocation([1.0, 2, 3], v, 1, 64), param="total")
-        case("balance", f"step_time/knee={_fmt(v)}", lambda v=v: _finite(bl.step_time([4, 4, 4], [1.0, 2, 3], knee=v)),
-             param="knee")
+        case("balance", f"step_time/knee={_fmt(v)}", lambda v=v: st([4, 4, 4], [1.0, 2, 3], knee=v), param="knee")
+        case("balance", f"equal_finish/lo={_fmt(v)}", lambda v=v: ef([1.0, 2, 3], 12, v, 12), param="lower")
+        case("balance", f"optimal_integer_allocation/hi={_fmt(v)}", lambda v=v: oia([1.0, 2, 3], 12, 1, v), param="upper")
 
 
 # ------------------------------------------------------------------ torch
