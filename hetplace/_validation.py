@@ -96,22 +96,25 @@ REAL_MAX = 1e30
 COUNT_MAX = 2**53
 
 
-def check_real_range(name, arr, error=InvalidOptionError, fix="Rescale the units (e.g. per hour instead of per second)."):
-    """Raise ``error`` unless every non-zero entry of ``arr`` has magnitude in [REAL_MIN, REAL_MAX].
+def check_real_range(name, arr, error=InvalidOptionError, fix="Rescale the units (e.g. per hour instead of per second).",
+                     lo=REAL_MIN, hi=REAL_MAX):
+    """Raise ``error`` unless every non-zero entry of ``arr`` has magnitude in [lo, hi].
 
-    ``arr`` must already be a finite float array (or scalar).  The message names
-    ``name``, the first offending value and its index, the supported range and ``fix``.
-    Returns ``arr`` unchanged.
+    ``lo, hi`` default to the supported range [REAL_MIN, REAL_MAX] of user inputs;
+    derived arrays (e.g. a Problem's ``work``) may pass a wider one.  NaN and
+    infinities are outside every range.  The message names ``name``,
+    the first offending value and its index, the range and ``fix``.  Returns
+    ``arr`` unchanged.
     """
-    a = np.abs(np.asarray(arr, dtype=np.float64))
-    bad = (a != 0) & ((a < REAL_MIN) | (a > REAL_MAX))
+    values = np.asarray(arr, dtype=np.float64)
+    a = np.abs(values)
+    bad = (a != 0) & ~((a >= lo) & (a <= hi))
     if bad.any():
         idx = tuple(int(i) for i in np.argwhere(bad)[0]) if a.ndim else ()
-        value = float(np.asarray(arr, dtype=np.float64)[idx])
         at = "" if not idx else f" at index {idx[0] if len(idx) == 1 else idx}"
         raise error(
-            f"{name} must be 0 or of magnitude in [{REAL_MIN:g}, {REAL_MAX:g}] (the supported range); "
-            f"got {value!r}{at}. {fix}"
+            f"{name} must have a magnitude in [{lo:g}, {hi:g}] where it is not 0 (the supported range); "
+            f"got {float(values[idx])!r}{at}. {fix}"
         )
     return arr
 

@@ -1,4 +1,4 @@
-"""Job-size categories (MODEL.md 2.1, 2.3): counting, ranking, enumeration, sampling.
+"""Job-size categories (docs/model.md §3.2, §3.6): counting, ranking, enumeration, sampling.
 
 A *category* is a job-size vector ``n = (n_1, ..., n_S)`` with every ``n_i >= 1``:
 how many workers each of the S jobs gets out of K.  With ``exact=True`` the sizes
@@ -17,7 +17,7 @@ Backends
     compiled and cached on first use), ``"cython"`` (compiled at install time)
     and ``"auto"`` (``"cython"`` if its extension is built, else ``"numba"``).
     All backends return identical arrays for the same inputs and seed: they
-    draw from the same counter-based generator (MODEL.md 2.4) and do the same
+    draw from the same counter-based generator (docs/model.md §3.10) and do the same
     floating-point operations in the same order.
 
 Random numbers
@@ -35,12 +35,14 @@ Kernels for other modules
 """
 
 import functools
+import heapq
 import math
 import numbers
 
 import numpy as np
 
 from ._core import _categories_py
+from ._validation import exact_int_sum
 from .errors import (
     InvalidOptionError,
     InvalidProblemError,
@@ -86,9 +88,11 @@ COUNT_BITS_MAX = 1 << 19
 RANK_WORK_MAX = 1 << 23
 #: Largest memory, in bytes, :func:`sample_categories` and
 #: :func:`enumerate_categories` may allocate: the int64 result (rows x n_jobs x
-#: 8 bytes) plus the sampler's scratch (hash set of drawn categories, sort copy).
-#: 16 GiB, i.e. 2**31 int64 entries.
-MEMORY_MAX = 1 << 34
+#: 8 bytes) plus the sampler's scratch (hash set of drawn categories, sort copy),
+#: checked before anything is allocated.  4 GiB: a uniform sample of about
+#: ``2**28 / n_jobs`` rows (SMP's thousands of samples of up to 10**4 jobs use
+#: well under 1 GiB).  A module constant: raise it deliberately on a larger machine.
+MEMORY_MAX = 1 << 32
 
 _INT64_MAX = (1 << 63) - 1
 _MAX_WORKERS = 1 << 62
@@ -187,13 +191,12 @@ def _backend(backend):
     if backend in ("auto", "cython"):
         try:
             from ._core import _categories as cy
-        except ImportError:
+        except ImportError as exc:
+            from ._core import missing_compiled_message, warn_missing_compiled
+
             if backend == "cython":
-                raise MissingDependencyError(
-                    "backend='cython' needs the compiled extension hetplace._core._categories, "
-                    "which is not built. Build it with `python setup.py build_ext --inplace` "
-                    "(or reinstall with `pip install .`), or pass backend='numba'."
-                ) from None
+                raise MissingDependencyError(missing_compiled_message("_categories", exc, "backend='cython'")) from None
+            warn_missing_compiled("_categories", exc)
         else:
             return "cython", cy
     from ._core import _categories_nb
@@ -311,13 +314,14 @@ class _ExactBinomial:
 # ----------------------------------------------------------------------------
 
 
-def count_categories(n_workers, n_jobs, exact=True):
+def count_categories(n_workers: int, n_jobs: int, exact: bool = True) -> int:
     """Number of categories (job-size vectors) of S jobs on K workers.
 
     Parameters
     ----------
     n_workers : int
-        K >= 1 (any size: the result is an exact Python int).
+        K >= 1 (any size: the result is an exact Python int, of at most
+        :data:`COUNT_BITS_MAX` bits).
     n_jobs : int
         S with ``1 <= S <= K``.
     exact : bool, default True
@@ -391,7 +395,7 @@ def _check_sizes(sizes, K, exact):
     return vals
 
 
-def rank_category(sizes, n_workers, exact=True):
+def rank_category(sizes: "np.typing.ArrayLike", n_workers: int, exact: bool = True) -> int:
     """Rank of a category in lexicographic order of its size vector.
 
     Parameters
@@ -443,7 +447,7 @@ def rank_category(sizes, n_workers, exact=True):
     return _categories_py.rank_category(vals, K, len(vals), exact, _ExactBinomial())
 
 
-def unrank_category(rank, n_workers, n_jobs, exact=True):
+def unrank_category(rank: int, n_workers: int, n_jobs: int, exact: bool = True) -> np.ndarray:
     """The category of a given rank (inverse of :func:`rank_category`).
 
     Parameters
@@ -505,7 +509,8 @@ def _enumerate(mod, K, S, exact, C):
     return out
 
 
-def enumerate_categories(n_workers, n_jobs, exact=True, backend="auto", limit=ENUMERATE_LIMIT):
+def enumerate_categories(n_workers: int, n_jobs: int, exact: bool = True, backend: str = "auto",
+                         limit: int = ENUMERATE_LIMIT) -> np.ndarray:
     """All categories of S jobs on K workers, in rank (lexicographic) order.
 
     Parameters
@@ -610,15 +615,27 @@ def _round_centre(c, K, S, exact):
         T = int(min(max(math.floor(float(c.sum()) + 0.5), S), K))
     fl = np.floor(c)
     n = np.maximum(fl, 1.0).astype(np.int64)
-    diff = T - int(n.sum())
+    diff = T - exact_int_sum(n)
     if diff > 0:
+        # one worker each in turn to the largest fractional parts: diff // S rounds,
+        # then the first diff % S of the order (O(S), however large diff is)
         order = np.argsort(-(c - fl), kind="stable")
-        for k in range(diff):
-            n[order[k % S]] += 1
-    while diff < 0:
-        excess = np.where(n >= 2, n - c, -np.inf)
-        n[int(np.argmax(excess))] -= 1
-        diff += 1
+        n += diff // S
+        n[order[:diff % S]] += 1
+    if diff < 0:
+        # repeatedly take a worker from the part of largest excess n_i - c_i among
+        # n_i >= 2 (ties: lowest index), as argmax would, with a heap: O(|diff| log S)
+        # instead of O(|diff| S) (|diff| can reach S)
+        nl = n.tolist()
+        cl = c.tolist()
+        heap = [(-(float(nl[i]) - cl[i]), i) for i in range(S) if nl[i] >= 2]
+        heapq.heapify(heap)
+        for _ in range(-diff):
+            _, i = heapq.heappop(heap)
+            nl[i] -= 1
+            if nl[i] >= 2:
+                heapq.heappush(heap, (-(float(nl[i]) - cl[i]), i))
+        n = np.array(nl, dtype=np.int64)
     return n
 
 
@@ -635,8 +652,11 @@ def _lex_order(rows):
     return np.argsort(keys, kind="stable")
 
 
-def sample_categories(n_workers, n_jobs, n_samples, seed=None, exact=False, method="uniform",
-                      centre=None, spread=None, backend="auto"):
+def sample_categories(
+    n_workers: int, n_jobs: int, n_samples: int, seed: "int | None" = None, exact: bool = False,
+    method: str = "uniform", centre: "np.typing.ArrayLike | None" = None, spread: "float | None" = None,
+    backend: str = "auto",
+) -> np.ndarray:
     """Draw distinct categories (job-size vectors), uniformly or around a centre.
 
     Parameters
@@ -646,7 +666,7 @@ def sample_categories(n_workers, n_jobs, n_samples, seed=None, exact=False, meth
     n_samples : int
         N >= 1.  Fewer rows are returned only when there are fewer categories
         than N: then all of them.  The result and the sampler's scratch must
-        fit in :data:`MEMORY_MAX` bytes (16 GiB: about ``2**31 / n_jobs`` rows).
+        fit in :data:`MEMORY_MAX` bytes (4 GiB: about ``2**28 / n_jobs`` rows).
     seed : int in [0, 2**64) or None
         Seed of the counter-based generator.  ``None`` takes 64 bits of fresh
         OS entropy (``numpy.random.SeedSequence().entropy``): not reproducible,

@@ -13,6 +13,7 @@ import json
 import math
 import os
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -104,13 +105,13 @@ class GavelTable:
     @staticmethod
     def per_gpu_batch(model: str) -> int:
         """Samples per step named in the model string (1 when it names none, e.g. A3C)."""
-        m = _BATCH.search(model)
+        m = _BATCH.search(_model_text(model))
         return int(m.group(1)) if m else 1
 
     @staticmethod
     def family(model: str) -> str:
         """Model family: the model string without its batch size."""
-        return _BATCH.sub("", model).strip()
+        return _BATCH.sub("", _model_text(model)).strip()
 
     def samples_per_second(self, model: str, gpu_type: str) -> float:
         """Samples/s of ``model`` on ONE GPU of ``gpu_type`` (0 when not measured)."""
@@ -165,10 +166,20 @@ class GavelTable:
         return self._multi[key].get((model, int(n_gpus)), 0.0)
 
     def _check_model(self, model):
+        _model_text(model)
         if model not in self.models:
             close = [m for m in self.models if self.family(m).lower() == self.family(model).lower()]
             hint = f" Did you mean one of {close}?" if close else f" Known models: {', '.join(self.models)}."
             raise InvalidProblemError(f"unknown model {model!r} in {self.path}.{hint}")
+
+
+def _model_text(model):
+    """``model`` if it is a string, else InvalidProblemError (None or a number is not a model name)."""
+    if not isinstance(model, str):
+        raise InvalidProblemError(
+            f"model must be a model string of the table, e.g. 'ResNet-50 (batch size 64)'; got {model!r}."
+        )
+    return model
 
 
 def load_gavel(path: "str | os.PathLike[str] | None" = None) -> GavelTable:
@@ -189,9 +200,9 @@ def load_gavel(path: "str | os.PathLike[str] | None" = None) -> GavelTable:
         every GPU type (``*_unconsolidated`` too) and GPU count for
         :meth:`GavelTable.steps_per_second`.
     """
-    from .io import _read_json  # the readers' one file helper: regular files only, size cap, UTF-8, depth
+    from .io import _input_path, _read_json  # the readers' file helpers: regular files only, size cap, UTF-8, depth
 
-    path = gavel_path() if path is None else Path(path)
+    path = gavel_path() if path is None else _input_path(path, "Gavel throughput file")
     raw = _read_json(path, "Gavel throughput file", "a Gavel-format throughputs.json")
     if not isinstance(raw, dict) or not raw:
         raise InvalidProblemError(f"{path} must hold a JSON object keyed by GPU type.")
@@ -249,6 +260,20 @@ def problem_from_gavel(
     """
     if not isinstance(table, GavelTable):
         table = load_gavel(table)
+    if not isinstance(type_counts, Mapping):
+        raise InvalidProblemError(
+            f"type_counts must be a dict {{gpu_type: count}}, e.g. {{'v100': 4}}; got {type(type_counts).__name__}."
+        )
+    if isinstance(jobs, (str, bytes, Mapping)) or not isinstance(jobs, Sequence):
+        raise InvalidProblemError(
+            f"jobs must be a list of dicts with 'model' and 'iterations'; got {type(jobs).__name__}."
+        )
+    for i, job in enumerate(jobs):
+        if not isinstance(job, Mapping) or "model" not in job or "iterations" not in job:
+            raise InvalidProblemError(
+                f"jobs[{i}] must be a dict with 'model' and 'iterations' (and optional 'batch', 'grad_bytes', "
+                f"'name', 'exclude'); got {job!r}."
+            )
     types = list(type_counts)
     rho = np.zeros((len(jobs), len(types)))
     batch, iters, grad, names = [], [], [], []

@@ -74,6 +74,8 @@ AUTO_DP_MAX_WORK = 2_000_000_000
 #: 1.5 s at the measured 25-35 ns per assignment (benchmarks/bench_exact.py,
 #: ``test_brute_force``; K=8, S=6 is 5.8e6 assignments in 0.17 s).
 BRUTE_MAX_ASSIGNMENTS = 50_000_000
+#: Most MILP solver threads accepted (the same cap as ``place(method="smp", threads=...)``).
+MAX_THREADS = 1024
 
 # Tolerances passed to the MILP solvers: "gap ~ 0" so optima are truly optimal.
 _REL_GAP = 1e-9
@@ -192,10 +194,12 @@ def _solve_exact_iv(problem, method, solver, time_limit, threads, verbose):
     solver = "cp-sat" if solver.strip().lower() == "cpsat" else solver.strip().lower()
     time_limit = check_time_limit(time_limit)  # numpy numbers welcome; 1e300 is clamped later
     if threads is not None:
-        if isinstance(threads, bool) or not isinstance(threads, numbers.Integral) or threads < 1:
+        if isinstance(threads, (bool, np.bool_)) or not isinstance(threads, numbers.Integral) or threads < 1:
             raise InvalidOptionError(
                 f"threads must be a positive integer or None (solver default); got {threads!r}."
             )
+        if threads > MAX_THREADS:  # the solvers take a C int: 2**31 raised OverflowError inside OR-Tools
+            raise InvalidOptionError(f"threads must be at most {MAX_THREADS}; got {threads!r}.")
         threads = int(threads)
     if not isinstance(verbose, (bool, np.bool_)):
         raise InvalidOptionError(f"verbose must be True or False; got {verbose!r}.")

@@ -19,13 +19,38 @@ Families
 
 import numpy as np
 
+from ._validation import check_positive_int, check_seed, is_real_scalar
 from .data import DEFAULT_GRAD_BYTES, GavelTable, load_gavel
 from .errors import InvalidOptionError
-from .problem import Problem
+from .problem import MAX_WORKERS, Problem
 
-__all__ = ["FAMILIES", "make_instance", "gavel_instance", "speeds_instance", "synthetic_instance"]
+__all__ = ["FAMILIES", "MAX_TYPES", "make_instance", "gavel_instance", "speeds_instance", "synthetic_instance"]
 
 FAMILIES = ("gavel", "speeds", "synthetic")
+
+
+#: Most synthetic GPU types (``n_types``).
+MAX_TYPES = 1024
+
+
+def _size_iv(seed, n_workers, n_jobs):
+    """Seed and sizes of every generator: an int seed in [0, 2**64), 1 <= n_jobs <= n_workers <= MAX_WORKERS."""
+    if seed is None:
+        raise InvalidOptionError("seed must be a non-negative integer (generators are reproducible); got None.")
+    seed = check_seed(seed)
+    K = check_positive_int("n_workers", n_workers, allow_none=False, maximum=MAX_WORKERS)
+    S = check_positive_int("n_jobs", n_jobs, allow_none=False, maximum=K)  # every job needs a worker
+    return seed, K, S
+
+
+def _fraction(name, value, lo=0.0, hi=1.0, open_lo=False):
+    """A real number in [lo, hi] (or (lo, hi] with ``open_lo``) as a float."""
+    ok = is_real_scalar(value) and (lo < float(value) if open_lo else lo <= float(value)) and float(value) <= hi
+    if not ok:
+        raise InvalidOptionError(
+            f"{name} must be a number in {'(' if open_lo else '['}{lo:g}, {hi:g}]; got {value!r}."
+        )
+    return float(value)
 
 
 def _split(rng, K, G, min_each=1):
@@ -36,15 +61,35 @@ def _split(rng, K, G, min_each=1):
 
 
 def gavel_instance(seed, n_workers, n_jobs, table, *, p_exclude=0.15, bandwidth=1.25e9, types=("k80", "p100", "v100")):
-    """Gavel-based instance (see module docstring)."""
+    """Gavel-based instance (see module docstring).
+
+    Raises
+    ------
+    InvalidOptionError
+        ``seed`` not an integer in [0, 2**64), sizes outside ``1 <= n_jobs <=
+        n_workers <= MAX_WORKERS``, ``p_exclude`` outside [0, 1], ``types``
+        not a non-empty list of distinct GPU types of the table.
+    """
+    seed, n_workers, n_jobs = _size_iv(seed, n_workers, n_jobs)
+    p_exclude = _fraction("p_exclude", p_exclude)
     if not isinstance(table, GavelTable):
         table = load_gavel(table)
+    if (isinstance(types, (str, bytes)) or not isinstance(types, (list, tuple)) or not types
+            or not all(isinstance(t, str) and t in table.types for t in types) or len(set(types)) != len(types)):
+        raise InvalidOptionError(
+            f"types must be a non-empty list of distinct GPU types of the table ({', '.join(table.types)}); "
+            f"got {types!r}."
+        )
+    types = tuple(types)
     rng = np.random.default_rng([seed, n_workers, n_jobs, 11])
     counts = _split(rng, n_workers, len(types))
     models = [m for m in table.models if all(table.samples_per_second(m, t) > 0 for t in types)]
+    if not models:
+        raise InvalidOptionError(f"no model of the table runs on every one of types={list(types)}; pass other types.")
     S = n_jobs
     chosen = [models[j] for j in rng.integers(len(models), size=S)]
     rho = np.array([[table.samples_per_second(m, t) for t in types] for m in chosen])
+    full = rho.copy()  # every entry > 0: the models run on every type
     for i in range(S):
         if rng.random() < p_exclude:
             rho[i, rng.integers(len(types))] = 0.0
@@ -53,12 +98,13 @@ def gavel_instance(seed, n_workers, n_jobs, table, *, p_exclude=0.15, bandwidth=
     grad = [DEFAULT_GRAD_BYTES.get(table.family(m).split(" ")[0], 50e6) for m in chosen]
     return _feasible(
         rho, counts, batch, iters, grad, bandwidth, None,
-        [f"{i}:{table.family(m)}" for i, m in enumerate(chosen)], list(types), rng,
+        [f"{i}:{table.family(m)}" for i, m in enumerate(chosen)], list(types), rng, full=full,
     )
 
 
 def speeds_instance(seed, n_workers, n_jobs, table, *, low=0.4, **kw):
-    """``gavel_instance`` with per-worker available speeds uniform in [low, 1]."""
+    """``gavel_instance`` with per-worker available speeds uniform in [low, 1], ``0 < low <= 1``."""
+    low = _fraction("low", low, open_lo=True)
     base = gavel_instance(seed, n_workers, n_jobs, table, **kw)
     rng = np.random.default_rng([seed, n_workers, n_jobs, 13])
     speed = np.round(rng.uniform(low, 1.0, size=n_workers), 3)
@@ -66,29 +112,45 @@ def speeds_instance(seed, n_workers, n_jobs, table, *, low=0.4, **kw):
 
 
 def synthetic_instance(seed, n_workers, n_jobs, *, n_types=6, p_zero=0.1, bandwidth=1.25e9):
-    """Synthetic many-type instance (see module docstring)."""
+    """Synthetic many-type instance (see module docstring).
+
+    Raises
+    ------
+    InvalidOptionError
+        ``seed`` not an integer in [0, 2**64), sizes outside ``1 <= n_jobs <=
+        n_workers <= MAX_WORKERS``, ``n_types`` outside [1, MAX_TYPES],
+        ``p_zero`` outside [0, 1].
+    """
+    seed, n_workers, n_jobs = _size_iv(seed, n_workers, n_jobs)
+    n_types = check_positive_int("n_types", n_types, allow_none=False, maximum=MAX_TYPES)
+    p_zero = _fraction("p_zero", p_zero)
     rng = np.random.default_rng([seed, n_workers, n_jobs, n_types, 17])
     counts = _split(rng, n_workers, n_types)
     gen_speed = 1.6 ** np.arange(n_types)  # each generation ~1.6x the previous
     base = rng.uniform(20, 400, size=n_jobs)
     affinity = rng.lognormal(0.0, 0.35, size=(n_jobs, n_types))
     rho = base[:, None] * gen_speed[None, :] * affinity
+    full = rho.copy()  # every entry > 0
     rho[rng.random(rho.shape) < p_zero] = 0.0
     batch = rng.choice([32, 64, 128, 256, 512], size=n_jobs) * rng.integers(1, 9, size=n_jobs)
     iters = np.round(10 ** rng.uniform(3, 5, size=n_jobs))
     grad = rng.uniform(5e6, 300e6, size=n_jobs)
     return _feasible(
         rho, counts, batch, iters, grad, bandwidth, None,
-        [f"job{i}" for i in range(n_jobs)], [f"gen{g}" for g in range(n_types)], rng,
+        [f"job{i}" for i in range(n_jobs)], [f"gen{g}" for g in range(n_types)], rng, full=full,
     )
 
 
-def _feasible(rho, counts, batch, iters, grad, bandwidth, speed, names, types, rng):
-    """Build the problem, restoring zeroed throughputs until every job can be placed."""
+def _feasible(rho, counts, batch, iters, grad, bandwidth, speed, names, types, rng, full):
+    """Build the problem, restoring zeroed throughputs until every job can be placed.
+
+    Each retry sets one zero to a positive value (the row's best, or its value
+    in ``full``, all > 0, when the row has none), so after at most ``rho.size``
+    retries nothing is zero and the Problem's own verdict stands.
+    """
     from .errors import InvalidProblemError
 
     rho = np.array(rho, dtype=float)
-    full = rho.copy()
     for _ in range(rho.size + 1):
         try:
             return Problem(rho, counts, batch, iters, grad_bytes=grad, bandwidth=bandwidth,
@@ -98,12 +160,15 @@ def _feasible(rho, counts, batch, iters, grad, bandwidth, speed, names, types, r
             if zero.size == 0:
                 raise
             i, g = zero[rng.integers(len(zero))]
-            rho[i, g] = full[i, g] if full[i, g] > 0 else rho[i].max()
+            # the row's best type; a row with none left (every type excluded) gets its drawn value back
+            rho[i, g] = rho[i].max() if rho[i].max() > 0 else full[i, g]
     raise AssertionError("unreachable")  # pragma: no cover
 
 
 def make_instance(family, seed, n_workers, n_jobs, table=None, **kw):
     """Dispatch to a family's generator by name (``"gavel"``, ``"speeds"``, ``"synthetic"``)."""
+    if not isinstance(family, str):
+        raise InvalidOptionError(f"family must be one of {', '.join(map(repr, FAMILIES))}; got {family!r}.")
     if family == "gavel":
         return gavel_instance(seed, n_workers, n_jobs, table, **kw)
     if family == "speeds":

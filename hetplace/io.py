@@ -43,6 +43,7 @@ converts, values nested beyond Python's recursion limit, and CSV cells
 beyond the ``csv`` module's field limit are reported as input errors too.
 """
 
+import contextlib
 import csv
 import io as _io
 import json
@@ -56,11 +57,12 @@ from pathlib import Path
 import numpy as np
 
 from ._validation import COUNT_MAX, REAL_MAX, REAL_MIN, check_count_total
-from .errors import InvalidOptionError, InvalidProblemError, MissingDependencyError
+from .errors import InvalidOptionError, InvalidProblemError, InvalidProblemTypeError, MissingDependencyError
 from .problem import MAX_WORKERS, Problem
 
 __all__ = [
     "InputFileError",
+    "OutputFileError",
     "ClusterSpec",
     "read_cluster",
     "read_jobs",
@@ -133,6 +135,16 @@ def _not_regular(mode):
         if test(mode):
             return kind
     return "not a regular file"
+
+
+def _input_path(path, what):
+    """``path`` as a Path: a str or path-like only (not None, an int taken as a descriptor, bytes)."""
+    if isinstance(path, (bool, int)) or not isinstance(path, (str, os.PathLike)):
+        raise InvalidOptionError(f"the {what} path must be a str or os.PathLike; got {_short(path)}.")
+    try:
+        return Path(path)
+    except TypeError as exc:  # a path-like whose __fspath__ returns bytes
+        raise InvalidOptionError(f"the {what} path must be a str or os.PathLike of str; got {_short(path)} ({exc}).") from None
 
 
 def _read_input(path, what, example, encoding="utf-8", limit=None):
@@ -294,7 +306,8 @@ def _quantity(text, units, default_unit):
     unit = (m.group(2) or default_unit).lower()
     if unit not in units:
         return None
-    return float(m.group(1)) * units[unit]
+    value = float(m.group(1)) * units[unit]
+    return value if math.isfinite(value) else None  # "1e400" or "1e300GB" overflow: not a quantity
 
 
 def parse_bandwidth(value):
@@ -318,8 +331,12 @@ def parse_bandwidth(value):
 
 
 def parse_bytes(value):
-    """Bytes from a number or a string such as ``"100MB"``, ``"250 MiB"`` (None when malformed)."""
-    return _quantity(value, _BYTE_UNITS, "b")
+    """Bytes from a number or a string such as ``"100MB"``, ``"250 MiB"``.
+
+    None when malformed or not a finite number (NaN, inf, a string beyond float64).
+    """
+    b = _quantity(value, _BYTE_UNITS, "b")
+    return b if b is not None and math.isfinite(b) else None
 
 
 # ------------------------------------------------------------------ cluster
@@ -386,7 +403,7 @@ def read_cluster(path):
     MissingDependencyError
         Python 3.10 without ``tomli``.
     """
-    path = Path(path)
+    path = _input_path(path, "cluster file")
     tomllib = _toml()
     text = _read_input(path, "cluster file", "a cluster TOML file (see examples/cluster.toml)")
     toml_fix = ("write key = value pairs, strings in double quotes, a [cluster] table and one [[types]] "
@@ -599,7 +616,11 @@ def read_jobs(path, cluster, gavel=None):
     """
     from .data import DEFAULT_GRAD_BYTES, GavelTable, load_gavel
 
-    path = Path(path)
+    path = _input_path(path, "job file")
+    if not isinstance(cluster, ClusterSpec):
+        raise InvalidProblemTypeError(
+            f"cluster must be a hetplace.io.ClusterSpec (from read_cluster); got {type(cluster).__name__}."
+        )
     text = _read_input(path, "job file", "a job CSV file (see examples/jobs.csv)", encoding="utf-8-sig")
 
     reader = csv.reader(_io.StringIO(text, newline=""))
@@ -808,12 +829,56 @@ def load_problem(cluster, jobs, gavel=None):
 
 
 # ------------------------------------------------------------------ writers
+class OutputFileError(InvalidOptionError):
+    """A file cannot be written; the message names the path, the reason and the fix.
+
+    Attributes
+    ----------
+    path : str
+    """
+
+    def __init__(self, path, reason):
+        self.path = str(path)
+        super().__init__(f"{path!s} cannot be written ({reason}); pass a writable file path.")
+
+
+def _output_path(path, what="path"):
+    """``path`` as a Path; a str or path-like only (an int would be taken as an open file descriptor)."""
+    if isinstance(path, (bool, int)) or not isinstance(path, (str, os.PathLike)):
+        raise InvalidOptionError(f"{what} must be a file path (str or os.PathLike); got {_short(path)}.")
+    return Path(path)
+
+
+@contextlib.contextmanager
+def _writing(path):
+    """Turn an OSError while writing ``path`` (missing folder, a folder, disk full, ...) into OutputFileError."""
+    try:
+        yield
+    except OSError as exc:
+        raise OutputFileError(path, exc.strerror or type(exc).__name__) from None
+
+
+def _problem_arg(problem):
+    if not isinstance(problem, Problem):
+        raise InvalidProblemTypeError(f"problem must be a hetplace.Problem; got {type(problem).__name__}.")
+
+
 def _toml_str(s):
     return json.dumps(str(s))  # a JSON string is a valid TOML basic string
 
 
 def write_cluster(path, problem, gavel=None):
-    """Write the cluster of ``problem`` as TOML (readable by :func:`read_cluster`)."""
+    """Write the cluster of ``problem`` as TOML (readable by :func:`read_cluster`).
+
+    Raises
+    ------
+    InvalidOptionError
+        ``path`` is not a file path, or cannot be written (:class:`OutputFileError`).
+    InvalidProblemTypeError
+        ``problem`` is not a :class:`~hetplace.Problem`.
+    """
+    path = _output_path(path)
+    _problem_arg(problem)
     lines = []
     if gavel is not None:
         lines.append(f"gavel = {_toml_str(gavel)}")
@@ -828,12 +893,23 @@ def write_cluster(path, problem, gavel=None):
             sp = problem.worker_speed[start:start + count]
             lines.append("speeds = [" + ", ".join(repr(float(v)) for v in sp) + "]")
         start += count
-    Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with _writing(path):
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def write_jobs(path, problem):
-    """Write the jobs of ``problem`` as CSV with ``throughput_<type>`` columns (readable by :func:`read_jobs`)."""
-    with open(path, "w", newline="", encoding="utf-8") as f:
+    """Write the jobs of ``problem`` as CSV with ``throughput_<type>`` columns (readable by :func:`read_jobs`).
+
+    Raises
+    ------
+    InvalidOptionError
+        ``path`` is not a file path, or cannot be written (:class:`OutputFileError`).
+    InvalidProblemTypeError
+        ``problem`` is not a :class:`~hetplace.Problem`.
+    """
+    path = _output_path(path)
+    _problem_arg(problem)
+    with _writing(path), open(path, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         w.writerow(["name", *(f"throughput_{t}" for t in problem.type_names), "batch", "iterations", "grad_bytes"])
         for i in range(problem.n_jobs):
@@ -854,12 +930,29 @@ def write_placement(placement, path, fmt=None):
         Default from the suffix: ``.json`` -> JSON (:meth:`Placement.to_dict`),
         ``.csv`` -> one line per worker (worker, type, speed, job, share),
         anything else -> the text table.
+
+    Raises
+    ------
+    InvalidOptionError
+        ``path`` is not a file path or cannot be written (:class:`OutputFileError`),
+        or ``fmt`` is not one of the three.
+    InvalidProblemTypeError
+        ``placement`` is not a :class:`~hetplace.Placement`.
     """
-    path = Path(path)
+    from .placement import Placement
+
+    if not isinstance(placement, Placement):
+        raise InvalidProblemTypeError(f"placement must be a hetplace.Placement; got {type(placement).__name__}.")
+    path = _output_path(path)
     if fmt is None:
         fmt = {".json": "json", ".csv": "csv"}.get(path.suffix.lower(), "text")
     if fmt not in ("json", "csv", "text"):
         raise InvalidOptionError(f"fmt={fmt!r} is not valid; choose one of 'json', 'csv', 'text'.")
+    with _writing(path):
+        _write_placement(placement, path, fmt)
+
+
+def _write_placement(placement, path, fmt):
     if fmt == "json":
         path.write_text(json.dumps(placement.to_dict(), indent=2) + "\n", encoding="utf-8")
     elif fmt == "csv":

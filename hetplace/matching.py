@@ -1,4 +1,4 @@
-"""Deferred-acceptance matching markets (MODEL.md 2.2): the public, validated API.
+"""Deferred-acceptance matching markets (docs/model.md §3.3-3.5): the public, validated API.
 
 Building blocks for people embedding SMP's market in their own schedulers:
 
@@ -9,7 +9,7 @@ deferred_acceptance(values, capacities, form="price" | "ordinal", ...)
 is_stable(values, capacities, worker_job, worker_rank=None)
     Certificate checker: does an assignment have no blocking pair?
 market_category(throughput, work, comm_time, sizes, ...)
-    One SMP category: the iterated, linearised market of MODEL.md 2.2, scored
+    One SMP category: the iterated, linearised market of docs/model.md §3.3, scored
     by the true total JCT.
 
 Every function validates its inputs and then calls a kernel of the chosen
@@ -25,7 +25,7 @@ import numbers
 
 import numpy as np
 
-from ._validation import REAL_MAX, REAL_MIN, as_real_array, exact_int_sum
+from ._validation import REAL_MAX, REAL_MIN, as_real_array, check_real_range, exact_int_sum
 from .errors import (
     InvalidOptionError,
     InvalidPlacementError,
@@ -59,12 +59,13 @@ MAX_ABS_VALUE = 1e150
 #: Supported magnitudes of :func:`market_category`'s inputs, which are derived
 #: quantities of a :class:`~hetplace.Problem` (products of up to three inputs of
 #: the range ``REAL_MIN..REAL_MAX``): non-zero throughputs and works in
-#: ``[REAL_MIN**2, REAL_MAX**2]``, finite comm_time entries at most ``REAL_MAX**3``.
+#: ``[REAL_MIN**2, REAL_MAX**2]``, finite comm_time entries at most 1e100 (a Problem's
+#: are below ``2 * REAL_MAX**3``: iterations * gradient bytes / bandwidth * 2(n-1)/n).
 #: Inside them every quantity of the market (``X_i**2``, the valuations
 #: ``work[i] / X_i**2 * rho[i, k]``, the JCTs) is a normal finite float on every
 #: backend, for any number of workers an array can hold.
 MARKET_RATE_RANGE = (1e-60, 1e60)
-MARKET_COMM_MAX = 1e90
+MARKET_COMM_MAX = 1e100
 #: Default number of market solves per category (``max_rounds``).  The
 #: iteration usually stops earlier, when an assignment repeats.
 DEFAULT_MAX_ROUNDS = 8
@@ -185,13 +186,12 @@ def _kernels(backend):
     if backend in ("auto", "cython"):
         try:
             from ._core import _matching as cy
-        except ImportError:
+        except ImportError as exc:
+            from ._core import missing_compiled_message, warn_missing_compiled
+
             if backend == "cython":
-                raise MissingDependencyError(
-                    "backend='cython' needs the compiled extension hetplace._core._matching, "
-                    "which is not built. Build it with `python setup.py build_ext --inplace` "
-                    "(or reinstall with `pip install .`), or pass backend='numba'."
-                ) from None
+                raise MissingDependencyError(missing_compiled_message("_matching", exc, "backend='cython'")) from None
+            warn_missing_compiled("_matching", exc)
         else:
             return "cython", cy
     try:
@@ -214,18 +214,6 @@ def _float_matrix(value, name, what):
             f"{name} holds an integer too large for a float64 (the supported magnitude is "
             f"{REAL_MIN:g}..{REAL_MAX:g}). Pass {what}, rescaled."
         ) from None
-
-
-def _check_magnitude(name, arr, lo, hi, fix):
-    """Raise unless every finite non-zero entry of ``arr`` has magnitude in [lo, hi]."""
-    a = np.abs(arr)
-    bad = np.isfinite(a) & (a != 0) & ((a < lo) | (a > hi))
-    if bad.any():
-        idx = tuple(int(t) for t in np.argwhere(bad)[0])
-        raise InvalidProblemError(
-            f"{name} must be 0 or of magnitude in [{lo:g}, {hi:g}] (the supported range); got "
-            f"{float(arr[idx])!r} at index {idx[0] if len(idx) == 1 else idx}. {fix}"
-        )
 
 
 def _values_iv(values, allowed):
@@ -312,6 +300,7 @@ def _int_vector(value, name, n, fix):
         except OverflowError:
             raise InvalidProblemError(f"{name} must be at most 2**53; got an integer too large for a float. {fix}") from None
     if arr.dtype.kind == "f":
+        arr = arr.astype(np.float64)  # float16 / float32 exactly; 2**53 cast to float16 overflowed (RuntimeWarning)
         bad = ~np.isfinite(arr) | (arr != np.round(arr))
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
@@ -382,8 +371,11 @@ def _check_max_rounds(max_rounds):
 # ----------------------------------------------------------------------------
 
 
-def deferred_acceptance(values, capacities, form="price", allowed=None, worker_rank=None,
-                        backend="auto"):
+def deferred_acceptance(
+    values: "np.typing.ArrayLike", capacities: "np.typing.ArrayLike", form: str = "price",
+    allowed: "np.typing.ArrayLike | None" = None, worker_rank: "np.typing.ArrayLike | None" = None,
+    backend: str = "auto",
+) -> "MatchingResult":
     """Match workers to jobs, each job taking exactly ``capacities[i]`` workers.
 
     Parameters
@@ -470,11 +462,21 @@ def deferred_acceptance(values, capacities, form="price", allowed=None, worker_r
     worker_job = np.empty(K, dtype=np.int64)
     stats = np.zeros(2, dtype=np.int64)
     if form == "price":
-        vals_t = np.ascontiguousarray(np.where(mask, v, np.nan).T)
-        nf, ni = mod.auction_workspace_size(S, K)
-        job_price = np.empty(S + 1)
-        status = mod.auction_kernel(vals_t, np.ones(S), -math.inf, caps, worker_job, job_price, stats,
-                                    np.empty(max(nf, 1)), np.empty(max(ni, 1), dtype=np.int64))
+        # The auction never looks at a job of capacity 0 (its slot price stays 0), so
+        # only the jobs with capacity go to the kernel: at most K of them, which keeps
+        # its O((S + 1)**2) workspace within O((K + 1)**2) however many rows values has.
+        act = np.flatnonzero(caps > 0)
+        A = act.size
+        vals_t = np.ascontiguousarray(np.where(mask[act], v[act], np.nan).T)
+        nf, ni = mod.auction_workspace_size(A, K)
+        price_act = np.empty(A + 1)
+        wj_act = np.empty(K, dtype=np.int64)
+        status = mod.auction_kernel(vals_t, np.ones(A), -math.inf, np.ascontiguousarray(caps[act]), wj_act,
+                                    price_act, stats, np.empty(max(nf, 1)), np.empty(max(ni, 1), dtype=np.int64))
+        worker_job[:] = np.where(wj_act >= 0, act[np.maximum(wj_act, 0)] if A else -1, -1)
+        job_price = np.zeros(S + 1)
+        job_price[act] = price_act[:A]
+        job_price[S] = price_act[A]
         active = mask & (caps > 0)[:, None]
         q = job_price[:S].copy()
         net = np.where(active, v - q[:, None], -np.inf)
@@ -541,7 +543,10 @@ def deferred_acceptance(values, capacities, form="price", allowed=None, worker_r
 # ----------------------------------------------------------------------------
 
 
-def is_stable(values, capacities, worker_job, worker_rank=None, allowed=None):
+def is_stable(
+    values: "np.typing.ArrayLike", capacities: "np.typing.ArrayLike", worker_job: "np.typing.ArrayLike",
+    worker_rank: "np.typing.ArrayLike | None" = None, allowed: "np.typing.ArrayLike | None" = None,
+) -> bool:
     """True when the assignment has no blocking pair (ordinal stability).
 
     Parameters
@@ -647,7 +652,7 @@ def _market_iv(throughput, work, comm_time, sizes):
             "Use 0 for a worker the job cannot run on."
         )
     lo, hi = MARKET_RATE_RANGE
-    _check_magnitude("throughput", rho, lo, hi, "Rescale the units (e.g. samples per hour instead of per second).")
+    check_real_range("throughput", rho, InvalidProblemError, "Rescale the units (e.g. samples per hour instead of per second).", lo, hi)
     dead = np.flatnonzero(~(rho > 0).any(axis=1))
     if dead.size:
         i = int(dead[0])
@@ -664,7 +669,7 @@ def _market_iv(throughput, work, comm_time, sizes):
         raise InvalidProblemError(
             f"work must be finite and > 0 (samples still to process); got {float(w[i])!r} for job {i}."
         )
-    _check_magnitude("work", w, lo, hi, "Rescale the units (e.g. thousands of samples).")
+    check_real_range("work", w, InvalidProblemError, "Rescale the units (e.g. thousands of samples).", lo, hi)
     c = _float_matrix(comm_time, "comm_time", f"an array of shape ({S}, {K + 1})")
     if c.shape != (S, K + 1):
         raise InvalidProblemError(
@@ -692,9 +697,12 @@ def _market_iv(throughput, work, comm_time, sizes):
     return np.ascontiguousarray(rho), np.ascontiguousarray(w), np.ascontiguousarray(c), np.array(n, dtype=np.int64)
 
 
-def market_category(throughput, work, comm_time, sizes, form="price",
-                    max_rounds=DEFAULT_MAX_ROUNDS, backend="auto"):
-    """Solve one SMP category with the iterated, linearised market (MODEL.md 2.2).
+def market_category(
+    throughput: "np.typing.ArrayLike", work: "np.typing.ArrayLike", comm_time: "np.typing.ArrayLike",
+    sizes: "np.typing.ArrayLike", form: str = "price", max_rounds: int = DEFAULT_MAX_ROUNDS,
+    backend: str = "auto",
+) -> "MarketResult":
+    """Solve one SMP category with the iterated, linearised market (docs/model.md §3.3).
 
     Parameters
     ----------

@@ -4,8 +4,8 @@ import math
 
 import numpy as np
 
-from ._validation import as_real_array
-from .errors import InvalidPlacementError, InvalidProblemTypeError, MissingDependencyError
+from ._validation import as_real_array, is_real_scalar
+from .errors import InvalidOptionError, InvalidPlacementError, InvalidProblemTypeError, MissingDependencyError
 from .problem import Problem, _compact
 
 __all__ = ["Placement", "evaluate", "is_feasible", "largest_remainder_shares"]
@@ -221,9 +221,44 @@ class Placement:
         return "feasible"
 
     def gap_to(self, reference):
-        """Relative gap ``mean_jct / reference - 1`` to a reference mean JCT or Placement."""
-        ref = reference.mean_jct if isinstance(reference, Placement) else float(reference)
-        return self.mean_jct / ref - 1.0
+        """Relative gap ``mean_jct / reference - 1`` to a reference mean JCT.
+
+        Parameters
+        ----------
+        reference : Placement, ExactResult or float
+            A placement, a solver result with a placement (its ``objective``)
+            or a mean JCT in seconds (positive and finite).
+
+        Returns
+        -------
+        float
+
+        Raises
+        ------
+        InvalidOptionError
+            ``reference`` is none of these (a bool, a string, ``None``, 0, NaN,
+            inf, a result without a placement).
+        """
+        if isinstance(reference, Placement):
+            ref = reference.mean_jct
+        elif hasattr(reference, "objective") and hasattr(reference, "placement"):  # ExactResult (no import cycle)
+            ref = reference.objective
+        elif is_real_scalar(reference):
+            ref = float(reference)
+        else:
+            ref = None
+        if ref is None or not (0 < ref < math.inf):
+            raise InvalidOptionError(
+                f"reference must be a Placement, an ExactResult with a placement, or a positive, finite "
+                f"mean JCT in seconds; got {reference!r}."
+            )
+        gap = self.mean_jct / ref - 1.0
+        if not math.isfinite(gap):  # a reference near 0 (5e-324): the ratio overflows
+            raise InvalidOptionError(
+                f"reference = {ref!r} is too small for a relative gap to mean_jct = {self.mean_jct!r} "
+                "(the ratio overflows); pass a mean JCT in seconds."
+            )
+        return gap
 
     def to_dict(self):
         """JSON-serialisable summary of the placement."""

@@ -1,10 +1,14 @@
 """The placement problem (docs/model.md §1): inputs, validation, derived quantities."""
 
 import math
+import numbers
+from collections.abc import Mapping
 
 import numpy as np
 
-from ._validation import COUNT_MAX, REAL_MAX, REAL_MIN, as_real_array, check_count_total, check_real_range
+from ._validation import (
+    COUNT_MAX, REAL_MAX, REAL_MIN, as_real_array, check_count_total, check_real_range, is_real_scalar,
+)
 from .errors import InvalidProblemError, InvalidProblemTypeError
 
 __all__ = ["Problem", "MAX_WORKERS", "MAX_TABLE_CELLS"]
@@ -16,6 +20,18 @@ MAX_WORKERS = 1_000_000
 #: checked before anything is allocated.
 MAX_TABLE_CELLS = 2**29
 
+#: Keys of :meth:`Problem.to_dict` (the parameters of :class:`Problem`).
+_REQUIRED_KEYS = ("throughput", "type_counts", "batch", "iterations")
+_OPTIONAL_KEYS = ("grad_bytes", "bandwidth", "worker_speed", "job_names", "type_names")
+
+
+def _index_arg(name, value, lo, hi, what):
+    """``value`` as an int in [lo, hi]; bools, floats and strings are rejected."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or not lo <= value <= hi:
+        raise InvalidProblemError(f"{name} must be {what}, an integer in [{lo}, {hi}]; got {value!r}.")
+    return int(value)
+
+
 _RANGE_FIX = "Rescale the units (e.g. samples per hour instead of per second, or MB instead of bytes)."
 
 
@@ -25,9 +41,13 @@ def _real(value, name, shape_text, what="numbers"):
 
 
 def _to_float(raw, name, fix=_RANGE_FIX):
-    """Float64 copy of the real array ``raw`` (an integer too large for float64 is an error)."""
+    """Float64 copy of the real array ``raw`` (an integer too large for float64 is an error).
+
+    Always a copy: the Problem freezes its arrays, and the caller's own array
+    must stay writable (np.asarray returned a float64 input itself).
+    """
     try:
-        return np.asarray(raw, dtype=np.float64)
+        return np.array(raw, dtype=np.float64)
     except OverflowError:
         raise InvalidProblemError(
             f"{name} holds an integer too large for a float64 (the supported magnitude is "
@@ -151,7 +171,7 @@ def _per_job(value, name, n_jobs, *, default=None, positive=True, integer=False,
 
 def _names(value, name, n, prefix):
     if value is None:
-        return tuple(f"{prefix}{i}" for i in range(n))
+        return tuple([prefix + i for i in map(str, range(n))])
     if isinstance(value, str):
         raise InvalidProblemTypeError(
             f"{name} must be a sequence of {n} names; got the single string {value!r}."
@@ -267,11 +287,13 @@ class Problem:
                 job_names = _axis_labels(throughput.index, S)
             if type_names is None:
                 type_names = _axis_labels(throughput.columns, G)
+        given_jobs, given_types = job_names is not None, type_names is not None
         job_names = _names(job_names, "job_names", S, "job")
         type_names = _names(type_names, "type_names", G, "type")
-        # labels to align pandas Series inputs on (None: only the default names, align by position)
-        job_labels = None if job_names == _names(None, "", S, "job") else job_names
-        type_labels = None if type_names == _names(None, "", G, "type") else type_names
+        # labels to align pandas Series inputs on (None: only the default names, align by position);
+        # the defaults are built once (10**7 columns took seconds per extra build)
+        job_labels = job_names if given_jobs and job_names != _names(None, "", S, "job") else None
+        type_labels = type_names if given_types and type_names != _names(None, "", G, "type") else None
         _check_finite(rho, "throughput", "Use 0 for a type a job cannot run on.")
         if (rho < 0).any():
             i, g = (int(v) for v in np.argwhere(rho < 0)[0])
@@ -468,8 +490,36 @@ class Problem:
         return self._jct_alone
 
     def job_jct(self, job, throughput_sum, n_workers):
-        """JCT of ``job`` given its aggregate throughput and number of workers."""
-        return self.work[job] / throughput_sum + self.comm_time[job, n_workers]
+        """JCT of ``job`` given its aggregate throughput and number of workers.
+
+        Parameters
+        ----------
+        job : int
+            Job index, ``0 <= job < n_jobs``.
+        throughput_sum : float
+            Summed samples/s of its workers, > 0 and finite.
+        n_workers : int
+            Its number of workers, ``1 <= n_workers <= max_workers[job]``.
+
+        Returns
+        -------
+        float
+            ``work[job] / throughput_sum + comm_time[job, n_workers]``.
+
+        Raises
+        ------
+        InvalidProblemError
+            An index, throughput or size outside those ranges (a bool, a float
+            index or a string too).
+        """
+        job = _index_arg("job", job, 0, self.n_jobs - 1, "a job index")
+        n = _index_arg("n_workers", n_workers, 1, int(self.max_workers[job]),
+                       f"a number of workers job {job} can use (its max_workers)")
+        if not is_real_scalar(throughput_sum) or not (0 < float(throughput_sum) < math.inf):
+            raise InvalidProblemError(
+                f"throughput_sum must be a positive, finite number of samples/s; got {throughput_sum!r}."
+            )
+        return float(self.work[job] / float(throughput_sum) + self.comm_time[job, n])
 
     def with_worker_speed(self, worker_speed):
         """A copy of this problem with other per-worker speeds."""
@@ -494,8 +544,28 @@ class Problem:
 
     @classmethod
     def from_dict(cls, data):
-        """Inverse of :meth:`to_dict`."""
+        """Inverse of :meth:`to_dict`.
+
+        Raises
+        ------
+        InvalidProblemError
+            ``data`` is not a mapping, lacks a required key or has an unknown one.
+        """
+        if not isinstance(data, Mapping):
+            raise InvalidProblemError(
+                f"data must be a dict as returned by Problem.to_dict(); got {type(data).__name__}."
+            )
         data = dict(data)
+        missing = [k for k in _REQUIRED_KEYS if k not in data]
+        unknown = sorted(map(str, set(data) - set(_REQUIRED_KEYS) - set(_OPTIONAL_KEYS)))
+        if missing or unknown:
+            raise InvalidProblemError(
+                "data must have the keys of Problem.to_dict(); "
+                + (f"missing {', '.join(missing)}" if missing else "")
+                + ("; " if missing and unknown else "")
+                + (f"unknown {', '.join(unknown)}" if unknown else "")
+                + f". Required: {', '.join(_REQUIRED_KEYS)}; optional: {', '.join(_OPTIONAL_KEYS)}."
+            )
         if data.get("bandwidth") == "inf":
             data["bandwidth"] = math.inf
         return cls(**data)

@@ -43,7 +43,10 @@ import numpy as np
 from ._validation import check_choice, check_positive_int
 from .errors import InvalidOptionError
 
-__all__ = ["smp_place", "SMP_DEFAULTS", "BACKENDS", "centre_sizes", "fit_sizes", "worker_classes", "class_modes"]
+__all__ = [
+    "smp_place", "SMP_DEFAULTS", "BACKENDS", "centre_sizes", "fit_sizes", "worker_classes", "class_modes",
+    "PARALLEL_MIN_WORK", "available_threads", "thread_count",
+]
 
 BACKENDS = ("auto", "cython", "numba", "python")
 
@@ -120,31 +123,34 @@ def fit_sizes(cats, max_workers):
     ndarray of int64, shape (N, S)
     """
     cats = np.asarray(cats, dtype=np.int64)
-    over_rows = np.flatnonzero((cats > max_workers).any(axis=1))
-    if over_rows.size == 0:
+    over = (cats > max_workers).any(axis=1)
+    if not over.any():
         return cats
-    cats = cats.copy()
-    for r in over_rows:
-        n = np.minimum(cats[r], max_workers)
-        surplus = int(cats[r].sum() - n.sum())
-        while surplus > 0:
-            room = max_workers - n
-            if not room.any():
-                break
-            weight = np.where(room > 0, n, 0).astype(np.float64)
-            if not weight.any():
-                weight = (room > 0).astype(np.float64)
-            ideal = surplus * weight / weight.sum()
-            add = np.minimum(np.floor(ideal).astype(np.int64), room)
-            rest = surplus - int(add.sum())
-            if rest > 0:  # largest remainders first, each job at most one more, within its room
-                order = np.lexsort((np.arange(n.size), -(ideal - np.floor(ideal))))
-                order = order[(room[order] - add[order]) > 0][:rest]
-                add[order] += 1
-            n += add
-            surplus -= int(add.sum())
-        cats[r] = n
-    return cats
+    out = cats.copy()
+    n = np.minimum(cats[over], max_workers)  # only the rows that need it, all at once
+    surplus = cats[over].sum(axis=1) - n.sum(axis=1)
+    idx = np.arange(n.shape[1])
+    while True:
+        room = max_workers - n
+        live = (surplus > 0) & room.any(axis=1)
+        if not live.any():
+            break
+        weight = np.where(room > 0, n, 0).astype(np.float64)
+        empty = weight.sum(axis=1) == 0
+        weight[empty] = (room[empty] > 0)
+        wsum = weight.sum(axis=1)
+        ideal = np.where(live, surplus, 0)[:, None] * weight / np.where(wsum > 0, wsum, 1.0)[:, None]
+        add = np.minimum(np.floor(ideal).astype(np.int64), room)
+        rest = np.where(live, surplus, 0) - add.sum(axis=1)
+        # the rest, one each, to the largest remainders (ties to the lower job), within room
+        order = np.lexsort((np.broadcast_to(idx, n.shape), -(ideal - np.floor(ideal))), axis=-1)
+        can = np.take_along_axis(room - add, order, axis=1) > 0
+        give = can & (np.cumsum(can, axis=1) <= rest[:, None])
+        np.put_along_axis(add, order, np.take_along_axis(add, order, axis=1) + give, axis=1)
+        n += add
+        surplus -= add.sum(axis=1)
+    out[over] = n
+    return out
 
 
 def _cython_available(warn=True):
@@ -320,7 +326,7 @@ def _run(problem, cats, opts):
               problem.uniform_speed)
     ccommon = (rhoC, problem.work, problem.size_cost, mc)
     if market_cls:
-        from ._core._classes_nb import class_market_workspace_size
+        from ._core._matching_py import class_market_workspace_size
 
         nf, ni = class_market_workspace_size(S, C, K)
         market_args = ccommon + (members, cls_start, cats, opts["max_rounds"], out_wj, out_total, out_stats, nf, ni)
@@ -328,7 +334,8 @@ def _run(problem, cats, opts):
         nf, ni = market_workspace_size(S, K)
         market_args = common + (cats, form, opts["max_rounds"], job_order, order_len, worker_rank,
                                 False, _MAX_POLISH_STEPS, out_wj, out_total, out_stats, nf, ni)
-    backend, threads = opts["backend"], opts["threads"]
+    backend = opts["backend"]
+    threads = thread_count(backend, opts["threads"], N * K * S)
     with _threads(backend, threads):
         if backend == "python":
             if market_cls:
@@ -341,11 +348,12 @@ def _run(problem, cats, opts):
         elif backend == "numba":
             from ._core import _smp_nb
 
-            (_smp_nb.run_samples_classes if market_cls else _smp_nb.run_samples)(*market_args)
+            name = "run_samples_classes" if market_cls else "run_samples"
+            getattr(_smp_nb, name if threads > 1 else name + "_serial")(*market_args)
         else:
             from ._core import _smp
 
-            (_smp.run_samples_classes if market_cls else _smp.run_samples)(*market_args, threads or 0)
+            (_smp.run_samples_classes if market_cls else _smp.run_samples)(*market_args, threads)
         if opts["polish"]:
             rows = _rows_to_polish(out_wj, out_total, opts["polish_top"])
             if polish_cls:
@@ -356,7 +364,7 @@ def _run(problem, cats, opts):
             from ._core._registry import kernels
 
             table = kernels(backend)
-            (table.polish_rows_classes if polish_cls else table.polish_rows)(*polish_args, threads or 0)
+            (table.polish_rows_classes if polish_cls else table.polish_rows)(*polish_args, threads)
     if approx:
         # bucket values were approximate: score every row truly, and reorder the
         # workers inside each bucket of the polished rows (fastest to the job that
@@ -365,7 +373,8 @@ def _run(problem, cats, opts):
         for s in (rows if opts["polish"] else ()):
             out_total[s] = _sort_buckets(problem, out_wj[s], members, cls_start, out_total[s])
     modes = dict(classes=int(C), market_on="classes" if market_cls else "workers",
-                 polish_on="classes" if polish_cls else "workers", speed_buckets=opts["speed_buckets"] if approx else None)
+                 polish_on="classes" if polish_cls else "workers", speed_buckets=opts["speed_buckets"] if approx else None,
+                 threads=threads)
     return out_wj, out_total, out_stats, modes
 
 
@@ -447,11 +456,59 @@ def _rows_to_polish(out_wj, out_total, top):
     return np.array(rows, dtype=np.int64)
 
 
+#: Below this many ``samples * K * S``, a decision runs on one thread unless ``threads``
+#: says otherwise: its parallel regions are too short to pay for waking threads, and
+#: on a machine whose cores are busy they cost 30-170x (K = 64, S = 8: 24-48 ms with
+#: 2 threads against 0.3-0.8 ms serial).  At K = 4096, S = 256 (2**26) and above, the
+#: cores pay off on an idle machine (benchmarks/bench_smp.py, latency group).
+PARALLEL_MIN_WORK = 2**26
+
+
+def available_threads(backend):
+    """Threads a decision may use by default on ``backend``.
+
+    The CPUs this process may run on (its affinity mask), capped by the
+    backend's own limit: OpenMP's current maximum for ``"cython"`` (so
+    ``OMP_NUM_THREADS`` and threadpoolctl-style ``omp_set_num_threads`` limits
+    are respected), Numba's thread count for ``"numba"`` (``NUMBA_NUM_THREADS``,
+    ``numba.set_num_threads``) and ``OMP_NUM_THREADS``; 1 for ``"python"``.
+    """
+    import os
+
+    if backend == "python":
+        return 1
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        n = os.cpu_count() or 1
+    if backend == "cython":
+        from ._core import _smp
+
+        return max(1, min(n, _smp.max_threads()))
+    import numba
+
+    n = min(n, numba.get_num_threads())
+    first = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+    if first.isdigit() and int(first) > 0:
+        n = min(n, int(first))
+    return max(1, n)
+
+
+def thread_count(backend, threads, work):
+    """Threads of one decision: ``threads`` when given, else 1 below :data:`PARALLEL_MIN_WORK`
+    units of ``work`` (``samples * K * S``) and :func:`available_threads` above."""
+    if threads is not None:
+        return threads
+    if backend == "python" or work < PARALLEL_MIN_WORK:
+        return 1
+    return available_threads(backend)
+
+
 class _threads:
     """Run Numba kernels with ``threads`` threads, restoring the caller's setting after."""
 
     def __init__(self, backend, threads):
-        self.active = backend == "numba" and threads is not None
+        self.active = backend == "numba"
         self.threads = threads
 
     def __enter__(self):

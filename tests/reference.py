@@ -487,3 +487,37 @@ def greedy_placement_reference(problem):
         worker_job[best_k] = best_i
         X[best_i] += rho[best_i, best_k]
         n[best_i] += 1
+
+
+# =============================================================================
+# SMP: sampled sizes fitted to the per-job limits (hetplace.smp.fit_sizes)
+# =============================================================================
+
+
+def fit_sizes_reference(cats, max_workers):
+    """Row by row, one worker at a time: clip, then hand each clipped worker to the job with
+    room whose share ``surplus * n_j / sum(n with room)`` has the largest remainder -- the same
+    rule as ``fit_sizes``, written as a loop over rows and rounds."""
+    out = np.array(cats, dtype=np.int64)
+    mw = np.asarray(max_workers, dtype=np.int64)
+    for r in range(out.shape[0]):
+        if not (out[r] > mw).any():
+            continue
+        n = np.minimum(out[r], mw)
+        surplus = int(out[r].sum() - n.sum())
+        while surplus > 0 and (mw - n).any():
+            room = mw - n
+            weight = [float(n[j]) if room[j] > 0 else 0.0 for j in range(n.size)]
+            if not any(weight):
+                weight = [1.0 if room[j] > 0 else 0.0 for j in range(n.size)]
+            ideal = [surplus * w / sum(weight) for w in weight]
+            add = [min(int(math.floor(x)), int(room[j])) for j, x in enumerate(ideal)]
+            rest = surplus - sum(add)
+            for j in sorted(range(n.size), key=lambda j: (-(ideal[j] - math.floor(ideal[j])), j)):
+                if rest > 0 and room[j] - add[j] > 0:
+                    add[j] += 1
+                    rest -= 1
+            n = n + np.array(add, dtype=np.int64)
+            surplus -= sum(add)
+        out[r] = n
+    return out

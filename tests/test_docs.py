@@ -211,3 +211,83 @@ def test_docstring_examples_run(test, fresh_dir):
     out = []
     result = runner.run(test, out=out.append)
     assert result.failed == 0, "".join(out)
+
+
+# ---------------------------------------------------------------- shell commands of the pages
+SHELL_LANGUAGES = ("bash", "sh", "shell", "console")
+# repository folders a command may name; docs/_build is where Sphinx writes, not a source
+_REPO_PATH = re.compile(r"^(?:tests|benchmarks|examples|fuzz|docs)/[\w./-]*$")
+
+
+def shell_commands(text):
+    """Commands of the shell blocks and inline code spans of a Markdown text.
+
+    Parameters
+    ----------
+    text : str
+        The page.
+
+    Returns
+    -------
+    list of (str, list of str)
+        ``(where, words)`` per command: ``where`` is ``"block"`` or ``"inline"``, ``words``
+        the command split as the shell would, without leading ``NAME=value`` assignments.
+        Continued lines are joined, ``&&`` chains split, comments dropped.
+    """
+    import shlex
+
+    pieces = []
+    for language, _, source in code_blocks(text):
+        if language in SHELL_LANGUAGES:
+            pieces += [("block", line) for line in source.replace("\\\n", " ").splitlines()]
+    fenced = re.sub(r"^([ \t]*)(`{3,}|~{3,}).*?^\1\2[ \t]*$", "", text, flags=re.S | re.M)
+    pieces += [("inline", span) for span in re.findall(r"(?<!`)`([^`\n]+)`(?!`)", fenced)]
+    commands = []
+    for where, line in pieces:
+        for part in line.split("&&"):
+            try:
+                words = shlex.split(part, comments=True)
+            except ValueError:  # prose in backticks, not a command
+                continue
+            while words and re.fullmatch(r"[A-Z_][A-Z0-9_]*=\S*", words[0]):
+                words = words[1:]
+            if words:
+                commands.append((where, words))
+    return commands
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
+def test_shell_commands_name_files_that_exist(page):
+    # the README named tests/test_hostile_matching.py before that file was committed
+    missing = sorted({w for _, words in shell_commands(page.read_text(encoding="utf-8"))
+                      if words[0] in ("pytest", "python", "hetplace")
+                      for w in words[1:] if _REPO_PATH.match(w) and not w.startswith("docs/_build")
+                      and not (ROOT / w).exists()})
+    assert not missing, f"{page.relative_to(ROOT)} runs commands on {missing}, which do not exist"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
+def test_shell_blocks_hetplace_commands_parse(page, capsys):
+    from hetplace.cli import _build_parser
+
+    parser = _build_parser()
+    ran = 0
+    for where, words in shell_commands(page.read_text(encoding="utf-8")):
+        if where != "block" or words[0] != "hetplace" or any(w.startswith(("[", "<")) for w in words):
+            continue  # a synopsis ([--json], <host>) is not a command
+        try:
+            parser.parse_args(words[1:])
+        except SystemExit:
+            pytest.fail(f"{page.relative_to(ROOT)}: `{' '.join(words)}` is not a valid hetplace command:\n"
+                        + capsys.readouterr().err)
+        ran += 1
+    if page.name == "README.md":
+        assert ran >= 4  # guards the scan: the README's command-line block has four
+
+
+def test_shell_commands_are_found_in_blocks_and_inline_code():
+    text = ("Run `HETPLACE_X=1 pytest tests/a.py -k 'b or c'` or\n\n```bash\nhetplace bench \\\n"
+            "    --quick  # comment\npip install . && hetplace\n```\n\n~~~python\n`pytest not_this.py`\n~~~\n")
+    assert shell_commands(text) == [
+        ("block", ["hetplace", "bench", "--quick"]), ("block", ["pip", "install", "."]),
+        ("block", ["hetplace"]), ("inline", ["pytest", "tests/a.py", "-k", "b or c"])]

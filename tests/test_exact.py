@@ -551,3 +551,19 @@ def test_place_auto_falls_back_to_smp_when_dp_is_too_large():
     assert res.info["auto_choice"] == "smp"
     small = Problem([[1.0, 2.0]], [2, 2], [8], [10])
     assert place(small, method="auto", latency_budget=1e30).info["auto_choice"] == "exact"
+
+
+@pytest.mark.parametrize("value", [1025, 2**31, 2**63, 2**64, np.uint64(2**64 - 1)])
+def test_threads_beyond_a_c_int_are_rejected_not_passed_to_the_solver(value):
+    # 2**31 raised OverflowError from OR-Tools' SetNumThreads
+    with pytest.raises(InvalidOptionError, match=r"threads must be at most 1024"):
+        solve_exact(tiny_random(0), method="milp", threads=value)
+
+
+@pytest.mark.parametrize("value", ["x", None, 1, ["dp"]])
+def test_place_exact_names_exact_method_in_its_error(value):
+    # the message said "method must be one of ...", the name solve_exact uses, not the option passed
+    import hetplace as hp
+
+    with pytest.raises(InvalidOptionError, match=r"^exact_method must be one of"):
+        hp.place(tiny_random(0), method="exact", exact_method=value)

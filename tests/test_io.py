@@ -599,3 +599,95 @@ def test_readers_return_a_result_or_a_hetplace_error_on_fuzzed_files(tmp_path_fa
         fz.check_one(harness, data[0], data[1:])
 
     check()
+
+
+# ------------------------------------------------------------------ hostile arguments (fuzz/campaign.py)
+import hetplace as _hp  # noqa: E402
+from hetplace import HetplaceError as _HetplaceError  # noqa: E402
+from hetplace import io as _hio  # noqa: E402
+
+
+@pytest.mark.parametrize("writer", ["cluster", "jobs", "placement"])
+@pytest.mark.parametrize("where", ["missing-folder", "a-folder", "/dev/full"])
+def test_writers_turn_os_errors_into_an_error_naming_the_path(tmp_path, writer, where):
+    # FileNotFoundError / IsADirectoryError / OSError(ENOSPC) tracebacks before
+    p = synthetic_instance(0, 6, 2)
+    path = {"missing-folder": tmp_path / "no" / "x.txt", "a-folder": tmp_path, "/dev/full": Path("/dev/full")}[where]
+    if where == "/dev/full" and not Path("/dev/full").exists():
+        pytest.skip("no /dev/full")
+    call = {"cluster": lambda: _hio.write_cluster(path, p), "jobs": lambda: _hio.write_jobs(path, p),
+            "placement": lambda: _hio.write_placement(_hp.place(p, "greedy"), path)}[writer]
+    with pytest.raises(_hio.OutputFileError, match="cannot be written"):
+        call()
+
+
+@pytest.mark.parametrize("path", [None, 3, 2, True, 1.5, b"x.csv"])
+def test_writers_reject_a_path_that_is_not_a_path(tmp_path, path, monkeypatch):
+    # an int was taken as a file descriptor: write_jobs(2, p) wrote to stderr and closed it
+    monkeypatch.chdir(tmp_path)
+    p = synthetic_instance(0, 6, 2)
+    for call in (lambda: _hio.write_cluster(path, p), lambda: _hio.write_jobs(path, p),
+                 lambda: _hio.write_placement(_hp.place(p, "greedy"), path)):
+        with pytest.raises(_HetplaceError, match="path"):
+            call()
+
+
+@pytest.mark.parametrize("bad", [None, "x", 3, {}])
+def test_writers_and_read_jobs_reject_objects_of_the_wrong_type(tmp_path, bad):
+    with pytest.raises(_hp.InvalidProblemTypeError, match="problem must be"):
+        _hio.write_jobs(tmp_path / "j.csv", bad)
+    with pytest.raises(_hp.InvalidProblemTypeError, match="placement must be"):
+        _hio.write_placement(bad, tmp_path / "p.json")
+    jobs = tmp_path / "jobs.csv"
+    jobs.write_text("name,throughput_a,batch,iterations\nx,1,1,1\n")
+    with pytest.raises(_hp.InvalidProblemTypeError, match="cluster must be"):
+        _hio.read_jobs(jobs, bad)
+
+
+@pytest.mark.parametrize("path", [None, 3, True, b"/tmp/x.toml"])
+def test_readers_reject_a_path_that_is_not_a_path(path):
+    # TypeError from os.stat / pathlib before
+    from hetplace.data import load_gavel
+
+    with pytest.raises(_HetplaceError, match="path"):
+        _hio.read_cluster(path)
+    if path is not None:  # load_gavel(None) is the shipped table
+        with pytest.raises(_HetplaceError, match="path"):
+            load_gavel(path)
+
+
+@pytest.mark.parametrize("text", ["1e300GB", "1e400", "9" * 400, math.nan, math.inf])
+def test_parse_bytes_never_returns_a_non_finite_byte_count(text):
+    # "1e300GB" gave inf and nan gave nan: neither is a byte count
+    assert _hio.parse_bytes(text) is None
+
+
+def test_parse_bandwidth_rejects_a_rate_beyond_float64_instead_of_switching_communication_off():
+    # "1e305Gbit/s" overflowed to inf, which means "no communication"
+    with pytest.raises(InvalidProblemError, match="bandwidth"):
+        _hio.parse_bandwidth("1e305Gbit/s")
+    assert _hio.parse_bandwidth("inf") == math.inf and _hio.parse_bandwidth("10Gbit/s") == 1.25e9
+
+
+@pytest.mark.parametrize("model", [None, 3, b"x", ["ResNet-50 (batch size 64)"]])
+def test_gavel_table_rejects_a_model_that_is_not_a_string(model):
+    from hetplace.data import GavelTable, load_gavel
+
+    with pytest.raises(InvalidProblemError, match="model must be"):
+        GavelTable.per_gpu_batch(model)
+    with pytest.raises(InvalidProblemError, match="model must be"):
+        GavelTable.family(model)
+    with pytest.raises(InvalidProblemError, match="model must be"):
+        load_gavel().samples_per_second(model, "v100")
+
+
+@pytest.mark.parametrize("jobs, counts", [("x", {"v100": 1}), (None, {"v100": 1}), ([1, 2], {"v100": 1}),
+                                          ([{}], {"v100": 1}), ([{"model": "x"}], {"v100": 1}),
+                                          ([{"model": "ResNet-50 (batch size 64)", "iterations": 1}], [1]),
+                                          ([{"model": None, "iterations": 1}], {"v100": 1})])
+def test_problem_from_gavel_rejects_malformed_jobs_and_type_counts(jobs, counts):
+    # TypeError / KeyError tracebacks before
+    from hetplace.data import load_gavel, problem_from_gavel
+
+    with pytest.raises(InvalidProblemError, match="jobs|type_counts|model"):
+        problem_from_gavel(load_gavel(), jobs, counts)

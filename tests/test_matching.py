@@ -2,6 +2,7 @@
 market_category, and the agreement of the python / numba / cython kernels."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -513,7 +514,7 @@ C = np.zeros((2, 4))
         (dict(work=[10.0, 0.0]), InvalidProblemError, r"work must be finite and > 0 .*got 0.0 for job 1"),
         (dict(work=[10.0]), InvalidProblemError, r"work must have shape \(2,\)"),
         (dict(comm_time=np.zeros((2, 3))), InvalidProblemError, r"comm_time must have shape \(2, 4\) .*got shape \(2, 3\)"),
-        (dict(comm_time=np.full((2, 4), np.nan)), InvalidProblemError, r"comm_time must be >= 0 and at most 1e\+90, or \+inf .*; got nan for job 0 on 0 workers"),
+        (dict(comm_time=np.full((2, 4), np.nan)), InvalidProblemError, r"comm_time must be >= 0 and at most 1e\+100, or \+inf .*; got nan for job 0 on 0 workers"),
         (dict(sizes=[0, 1]), InvalidProblemError, r"sizes must be >= 1 \(every job needs a worker\); got 0 for job 0"),
         (dict(sizes=[2, 2]), InvalidProblemError, r"sum\(sizes\) = 4 exceeds the number of workers K = 3"),
         (dict(form="x"), InvalidOptionError, r"form='x' is not valid"),
@@ -676,11 +677,11 @@ def test_market_category_edge_reals_agree_across_backends(rho_scale, work_scale,
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    (dict(throughput=[[1e-300, 1.0, 1.0], [1.0, 1.0, 1.0]]), r"throughput must be 0 or of magnitude in \[1e-60, 1e\+60\] .*got 1e-300 at index \(0, 0\)"),
-    (dict(throughput=[[1.0, 1e61, 1.0], [1.0, 1.0, 1.0]]), r"throughput must be 0 or of magnitude .*got 1e\+61 at index \(0, 1\)"),
-    (dict(work=[1e-61, 1.0]), r"work must be 0 or of magnitude in \[1e-60, 1e\+60\] .*got 1e-61 at index 0"),
-    (dict(work=[1.0, 1e300]), r"work must be .*got 1e\+300 at index 1"),
-    (dict(comm_time=np.full((2, 4), 1e91)), r"comm_time must be >= 0 and at most 1e\+90.*got 1e\+91"),
+    (dict(throughput=[[1e-300, 1.0, 1.0], [1.0, 1.0, 1.0]]), r"throughput must have a magnitude in \[1e-60, 1e\+60\] .*got 1e-300 at index \(0, 0\)"),
+    (dict(throughput=[[1.0, 1e61, 1.0], [1.0, 1.0, 1.0]]), r"throughput must have a magnitude .*got 1e\+61 at index \(0, 1\)"),
+    (dict(work=[1e-61, 1.0]), r"work must have a magnitude in \[1e-60, 1e\+60\] .*got 1e-61 at index 0"),
+    (dict(work=[1.0, 1e300]), r"work must have a magnitude .*got 1e\+300 at index 1"),
+    (dict(comm_time=np.full((2, 4), 1e101)), r"comm_time must be >= 0 and at most 1e\+100.*got 1e\+101"),
     (dict(comm_time=np.full((2, 4), -np.inf)), r"comm_time must be >= 0.*got -inf"),
 ])
 def test_market_category_out_of_range_reals_are_rejected(kwargs, match):
@@ -706,3 +707,68 @@ def test_market_category_inf_comm_time_scores_inf():
         same = market_category(p.worker_throughput, p.work, p.comm_time, [2, 3], form=form)
         assert same.total_jct == ok.total_jct and same.worker_job.tolist() == ok.worker_job.tolist()
         assert ok.total_jct == pytest.approx(evaluate(p, ok.worker_job).mean_jct * 2, rel=1e-12)
+
+
+@pytest.mark.timeout(120)
+def test_zero_capacity_jobs_do_not_size_the_auction_workspace():
+    # the price kernel took an O((S + 1)**2) workspace: 30,000 jobs on 3 workers asked for 7.2 GB
+    import tracemalloc
+
+    V = np.random.default_rng(0).random((30_000, 3))
+    caps = np.zeros(30_000, dtype=np.int64)
+    caps[[7, 29_999]] = [1, 2]
+    for b in BACKENDS:
+        tracemalloc.start()
+        try:
+            r = deferred_acceptance(V, caps, backend=b)
+            assert tracemalloc.get_traced_memory()[1] < 2**26
+        finally:
+            tracemalloc.stop()
+        assert r.status == "optimal" and sorted(r.worker_job.tolist()) == [7, 29_999, 29_999]
+        assert r.job_prices.shape == (30_000,) and not r.job_prices[caps == 0].any()
+
+
+def test_zero_capacity_jobs_change_nothing():
+    # the kernel sees only the jobs with capacity: inserting empty jobs must not move anything
+    for seed in range(60):
+        V, caps = random_market(seed)
+        S, K = V.shape
+        rng = np.random.default_rng(seed)
+        extra = int(rng.integers(1, 4))
+        pos = np.sort(rng.choice(S + extra, extra, replace=False))
+        keep = np.setdiff1d(np.arange(S + extra), pos)
+        V2 = np.zeros((S + extra, K))
+        V2[keep] = V
+        V2[pos] = rng.random((extra, K))
+        caps2 = np.zeros(S + extra, dtype=np.int64)
+        caps2[keep] = caps
+        for b in BACKENDS:
+            r1 = deferred_acceptance(V, caps, backend=b)
+            r2 = deferred_acceptance(V2, caps2, backend=b)
+            assert np.array_equal(np.where(r1.worker_job >= 0, keep[np.maximum(r1.worker_job, 0)], -1), r2.worker_job)
+            assert (r1.status, r1.welfare, r1.bound, r1.rounds, r1.bids) == (r2.status, r2.welfare, r2.bound, r2.rounds, r2.bids)
+            assert np.array_equal(r1.job_prices, r2.job_prices[keep]) and not r2.job_prices[pos].any()
+            assert np.array_equal(r1.prices, r2.prices) and r1.idle_price == r2.idle_price
+
+
+def test_market_category_takes_the_arrays_of_an_extreme_problem():
+    # a Problem at the edges of the supported input range derives throughputs of 1e-60
+    # and communication times of 1.5e90: market_category's ranges must take them
+    p = Problem(throughput=[[1e-30, 1e-30], [1e-30, 1e-30]], type_counts=[2, 2], batch=[2**53, 2**53],
+                iterations=[1e30, 1e30], grad_bytes=[1e30, 1e30], bandwidth=1e-30,
+                worker_speed=[1e-30, 1e-30, 1.0, 1.0])
+    assert p.worker_throughput.min() < 1.1e-60 and p.size_cost[:, 2].max() > 1e90
+    first, outs = _all_backends(lambda b: market_category(p.worker_throughput, p.work, p.size_cost, [2, 2], backend=b))
+    assert all(r.total_jct == first.total_jct and r.worker_job.tolist() == first.worker_job.tolist() for r in outs.values())
+    assert math.isfinite(first.total_jct) and first.filled
+    assert first.total_jct == pytest.approx(evaluate(p, first.worker_job).mean_jct * 2, rel=1e-12)
+
+
+@pytest.mark.parametrize("form", ["price", "ordinal"])
+def test_float16_capacities_are_checked_without_an_overflow_warning(form):
+    # the 2**53 limit was compared in float16: "overflow encountered in cast" (fuzz/campaign.py)
+    values = np.array([[3.0, 1.0, 2.0, 0.5], [1.0, 4.0, 0.5, 2.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        res = deferred_acceptance(values, np.array([2, 1], dtype=np.float16), form=form)
+    assert np.bincount(res.worker_job[res.worker_job >= 0], minlength=2).tolist() == [2, 1]

@@ -2,6 +2,7 @@
 import csv
 import io
 import json
+import re
 import warnings
 from importlib import metadata, resources
 from pathlib import Path
@@ -204,3 +205,61 @@ def test_no_test_folder_is_named_like_an_importable_package():
         for name in ("torch", "numpy", "numba", "scipy", "hetplace", "pandas", "ortools", "hypothesis"):
             assert folder.name != name, f"{folder} shadows the package {name!r}"
     assert importlib.util.find_spec("hetplace") is not None
+
+
+# ---------------------------------------------------------------- the test extra is complete
+# modules the tests may skip without: the pinned PyTorch build is installed on its own
+# (README, command 1), the standard library and the tests' own helpers are always there
+_OWN_INSTALL = {"torch", "tomllib", "instances"}
+_DISTRIBUTION_OF = {"distributed": "dask"}  # module -> distribution, where they differ
+
+
+def _requirement_name(requirement):
+    return re.split(r"[\s\[<>=!~;]", requirement, maxsplit=1)[0].lower().replace("_", "-")
+
+
+def test_test_extra_installs_every_module_a_test_or_benchmark_skips_without():
+    # the cimport test skipped on every fresh machine: Cython was a build requirement only,
+    # so `pip install -e ".[test]"` (README, CI) never put it where the tests run
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10: the tomli backport, a dependency there
+        import tomli as tomllib
+
+    extra = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "optional-dependencies"]["test"]
+    installed = {_requirement_name(r) for r in extra}
+    skipped_without = set()
+    for path in [*(ROOT / "tests").rglob("*.py"), *(ROOT / "benchmarks").rglob("*.py")]:
+        skipped_without.update(re.findall(r"importorskip\(\s*[\"']([A-Za-z_][\w.]*)[\"']", path.read_text(encoding="utf-8")))
+    assert "Cython" in skipped_without and "matplotlib" in skipped_without  # the scan finds them
+    tops = {m.split(".")[0] for m in skipped_without}  # scipy.stats is scipy, torch.distributed torch
+    missing = {m for m in tops - _OWN_INSTALL if _DISTRIBUTION_OF.get(m, m).lower() not in installed}
+    assert not missing, (f"tests skip without {sorted(missing)}, which the test extra does not install; "
+                         "add them to [project.optional-dependencies] test in pyproject.toml")
+
+
+# ---------------------------------------------------------------- the source distribution is complete
+def test_source_distribution_has_every_tracked_file_the_tests_docs_and_fuzzer_read(monkeypatch):
+    # the sdist had no fuzz/ (tests/test_io.py imports fuzz/fuzz_readers.py: ModuleNotFoundError)
+    # and no docs/bench_quick.png (docs/bench.md shows it; sphinx -W fails on a missing image)
+    import subprocess
+
+    from setuptools.command.egg_info import FileList
+
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True)
+    if tracked.returncode != 0:  # an unpacked sdist: every file on disk is what it shipped
+        pytest.skip("not a git checkout: nothing to compare the manifest with")
+    monkeypatch.chdir(ROOT)
+    files = FileList()
+    files.findall()
+    for line in (ROOT / "MANIFEST.in").read_text(encoding="utf-8").splitlines():
+        if line.split("#")[0].strip():
+            files.process_template_line(line.split("#")[0].strip())
+    shipped = set(files.files) | {"pyproject.toml", "MANIFEST.in"}  # setuptools adds these two itself
+    wanted = [f for f in tracked.stdout.splitlines()
+              if f.startswith(("tests/", "benchmarks/", "docs/", "examples/", "fuzz/", ".ci/"))
+              or f in ("LICENSE", "README.md", "setup.py")]
+    assert "fuzz/fuzz_readers.py" in wanted and "docs/bench_quick.png" in wanted  # the scan sees them
+    missing = sorted(set(wanted) - shipped)
+    assert not missing, f"MANIFEST.in leaves {missing} out of the source distribution"

@@ -266,3 +266,27 @@ def test_numpy_numeric_options_are_accepted(problem, method, options):
 def test_bool_and_complex_numeric_options_are_rejected(problem, method, options, pattern):
     with pytest.raises(hp.InvalidOptionError, match=pattern):
         hp.place(problem, method=method, seed=0, **options)
+
+
+@pytest.mark.parametrize("reference", [None, "x", "1.0", 0, 0.0, -1.0, math.nan, math.inf, True, 1 + 0j, [1.0],
+                                       np.array([1.0, 2.0])])
+def test_gap_to_rejects_a_reference_that_is_not_a_positive_mean_jct(problem, reference):
+    # None / strings were TypeError / ValueError, 0 ZeroDivisionError, NaN and inf silent NaN / -1 gaps
+    pl = hp.place(problem, "greedy")
+    with pytest.raises(hp.InvalidOptionError, match="reference must be"):
+        pl.gap_to(reference)
+
+
+def test_gap_to_accepts_placements_results_and_numbers(problem):
+    pl = hp.place(problem, "greedy")
+    res = hp.solve_exact(problem)
+    assert pl.gap_to(pl) == 0.0
+    assert pl.gap_to(res) == pl.mean_jct / res.objective - 1.0
+    assert pl.gap_to(np.float32(2.0)) == pl.gap_to(2) == pl.mean_jct / 2.0 - 1.0
+
+
+@pytest.mark.parametrize("reference", [5e-324, 1e-310])
+def test_gap_to_a_subnormal_reference_is_an_error_not_inf(problem, reference):
+    pl = hp.place(problem, "greedy")
+    with pytest.raises(hp.InvalidOptionError, match="too small"):
+        pl.gap_to(reference)

@@ -126,15 +126,15 @@ def test_batch_at_count_max_is_accepted():
 @pytest.mark.parametrize(
     "kw, pattern",
     [
-        (dict(bandwidth=1e-300, grad_bytes=[1e6, 1e6]), r"bandwidth must be 0 or of magnitude in \[1e-30, 1e\+30\].*got 1e-300"),
-        (dict(bandwidth=1e31), r"bandwidth must be 0 or of magnitude in \[1e-30, 1e\+30\]"),
-        (dict(throughput=[[1e308, 5e307], [1e307, 0.0]]), r"throughput must be 0 or of magnitude .*got 1e\+308 at index \(0, 0\)"),
-        (dict(throughput=[[1e-31, 1.0], [1.0, 0.0]]), r"throughput must be 0 or of magnitude .*got 1e-31 at index \(0, 0\)"),
-        (dict(iterations=[1e308, 1.0]), r"iterations must be 0 or of magnitude .*got 1e\+308 at index 0"),
-        (dict(iterations=[1.0, 1e-31]), r"iterations must be 0 or of magnitude .*got 1e-31 at index 1"),
-        (dict(grad_bytes=[1e31, 0.0]), r"grad_bytes must be 0 or of magnitude .*got 1e\+31 at index 0"),
-        (dict(grad_bytes=[0.0, 1e-40]), r"grad_bytes must be 0 or of magnitude .*got 1e-40 at index 1"),
-        (dict(worker_speed=[1.0, 1e-200, 1.0]), r"worker_speed must be 0 or of magnitude .*got 1e-200 at index 1"),
+        (dict(bandwidth=1e-300, grad_bytes=[1e6, 1e6]), r"bandwidth must have a magnitude in \[1e-30, 1e\+30\].*got 1e-300"),
+        (dict(bandwidth=1e31), r"bandwidth must have a magnitude in \[1e-30, 1e\+30\]"),
+        (dict(throughput=[[1e308, 5e307], [1e307, 0.0]]), r"throughput must have a magnitude .*got 1e\+308 at index \(0, 0\)"),
+        (dict(throughput=[[1e-31, 1.0], [1.0, 0.0]]), r"throughput must have a magnitude .*got 1e-31 at index \(0, 0\)"),
+        (dict(iterations=[1e308, 1.0]), r"iterations must have a magnitude .*got 1e\+308 at index 0"),
+        (dict(iterations=[1.0, 1e-31]), r"iterations must have a magnitude .*got 1e-31 at index 1"),
+        (dict(grad_bytes=[1e31, 0.0]), r"grad_bytes must have a magnitude .*got 1e\+31 at index 0"),
+        (dict(grad_bytes=[0.0, 1e-40]), r"grad_bytes must have a magnitude .*got 1e-40 at index 1"),
+        (dict(worker_speed=[1.0, 1e-200, 1.0]), r"worker_speed must have a magnitude .*got 1e-200 at index 1"),
     ],
 )
 def test_values_outside_the_supported_range_are_rejected(kw, pattern):
@@ -240,3 +240,35 @@ def test_size_cost_is_comm_time_where_no_size_is_capped():
     assert p.size_cost is p.comm_time
     q = hp.Problem([[1.0, 2.0]], [2, 2], [2], [10], grad_bytes=[1e6], bandwidth=1e9)
     assert np.array_equal(q.size_cost[0, :3], q.comm_time[0, :3]) and np.all(np.isinf(q.size_cost[0, 3:]))
+
+
+@pytest.mark.parametrize("args", [(0, 0.0, 1), (0, math.nan, 1), (0, math.inf, 1), (0, -1.0, 1), (0, "8", 1),
+                                  (5, 10.0, 1), (-1, 10.0, 1), (True, 10.0, 1), (0.0, 10.0, 1), (0, 10.0, 0),
+                                  (0, 10.0, 99), (0, 10.0, 1.0)])
+def test_job_jct_rejects_out_of_range_job_size_and_throughput(args):
+    # it indexed past the arrays (IndexError), broadcast a bool index, or returned inf / NaN
+    p = hp.Problem([[10.0, 20.0], [5.0, 8.0]], [2, 2], [64, 32], [100.0, 50.0])
+    with pytest.raises(InvalidProblemError, match="job|n_workers|throughput_sum"):
+        p.job_jct(*args)
+    assert p.job_jct(0, 10.0, 1) == p.work[0] / 10.0
+
+
+@pytest.mark.parametrize("data", [None, 3, "x", [("throughput", [[1.0]])], {"throughput": [[1.0]]},
+                                  {"throughput": [[1.0]], "type_counts": [1], "batch": [1], "iterations": [1.0], "x": 1}])
+def test_problem_from_dict_rejects_non_mappings_and_wrong_keys(data):
+    # None was a TypeError from dict(), missing keys a TypeError from __init__
+    with pytest.raises(InvalidProblemError, match="data must"):
+        hp.Problem.from_dict(data)
+    p = hp.Problem([[10.0, 20.0]], [2, 2], [64], [100.0])
+    assert hp.Problem.from_dict(p.to_dict()).to_dict() == p.to_dict()
+
+
+def test_problem_does_not_freeze_the_callers_float_arrays():
+    # np.asarray kept a float64 input itself, and Problem then made it read-only (also when it raised)
+    rho, iters, speed = np.array([[1.0, 2.0]]), np.array([4.0]), np.ones(2)
+    hp.Problem(rho, [1, 1], [4], iters, worker_speed=speed)
+    assert rho.flags.writeable and iters.flags.writeable and speed.flags.writeable
+    bad = np.array([[0.0, 0.0]])
+    with pytest.raises(InvalidProblemError):
+        hp.Problem(bad, [1, 1], [4], [1.0])
+    assert bad.flags.writeable

@@ -184,3 +184,58 @@ def test_job_with_a_batch_smaller_than_the_cluster_gets_only_workers_with_sample
     assert pl.worker_job.tolist() == [-1, -1, -1, -1, 0, 0, -1, -1]
     assert pl.mean_jct == pytest.approx(5.0)
     assert np.all(pl.shares[pl.worker_job >= 0] >= 1)
+
+
+def test_default_threads_are_serial_for_small_decisions_and_the_cores_for_large():
+    from hetplace.smp import PARALLEL_MIN_WORK, available_threads, thread_count
+
+    for backend in ("cython", "numba"):
+        assert thread_count(backend, None, PARALLEL_MIN_WORK - 1) == 1
+        assert thread_count(backend, None, PARALLEL_MIN_WORK) == available_threads(backend)
+        assert thread_count(backend, 3, 10) == 3  # an explicit threads= is honoured
+    assert thread_count("python", None, 10**12) == 1
+    p = hp.data.default_problem()
+    assert hp.place(p, method="smp", seed=0).info["threads"] == 1
+
+
+@pytest.mark.parametrize("backend", ["cython", "numba"])
+def test_omp_num_threads_caps_the_default_threads(backend):
+    import subprocess
+    import sys
+
+    code = f"from hetplace.smp import available_threads; print(available_threads({backend!r}))"
+    env = dict(__import__("os").environ, OMP_NUM_THREADS="1")
+    # from the folder holding the hetplace this test imported: `python -c` puts its working
+    # folder first on sys.path, and an unpacked sdist's source tree has no compiled kernels
+    here = str(__import__("pathlib").Path(hp.__file__).resolve().parents[1])
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=here, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "1"
+
+
+def test_threadpoolctl_limits_cap_the_default_threads():
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from hetplace.smp import available_threads
+
+    with threadpoolctl.threadpool_limits(1):
+        assert available_threads("cython") == 1
+
+
+def test_fit_sizes_matches_the_row_by_row_reference_and_keeps_totals():
+    from hetplace.smp import fit_sizes
+    from reference import fit_sizes_reference
+
+    rng = np.random.default_rng(5)
+    for t in range(400):
+        S = int(rng.integers(1, 9))
+        K = int(rng.integers(S, 60))
+        cats = hp.sample_categories(K, S, int(rng.integers(1, 30)), seed=t)
+        mw = rng.integers(1, K + 1, size=S)
+        got = fit_sizes(cats, mw)
+        assert np.array_equal(got, fit_sizes_reference(cats, mw))
+        assert np.all((got >= 1) & (got <= mw))
+        keep = ~(cats > mw).any(axis=1)
+        assert np.array_equal(got[keep], cats[keep])  # rows within the limits are untouched
+        # a fitted row uses as many workers as it drew, or every job is at its limit
+        assert np.all((got.sum(axis=1) == cats.sum(axis=1)) | np.all(got == mw, axis=1))

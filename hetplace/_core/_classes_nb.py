@@ -30,7 +30,7 @@ from ._jit import JIT
 from numba.extending import register_jitable
 
 from ._matching_nb import auction_kernel
-from ._matching_py import auction_workspace_size
+from ._matching_py import auction_workspace_size, class_market_workspace_size  # noqa: F401 (re-exported)
 
 __all__ = [
     "class_market_workspace_size",
@@ -40,12 +40,6 @@ __all__ = [
     "class_market",
     "class_market_py",
 ]
-
-
-def class_market_workspace_size(S, C, K):
-    """(n_float, n_int) work-buffer lengths of :func:`class_market`."""
-    af, ai = auction_workspace_size(C, K)
-    return 2 * S + 2 * C + 1 + K * C + af, K + S + 2 * S * C + ai
 
 
 @register_jitable

@@ -37,6 +37,15 @@ def auction_workspace_size(S, K):
     return 2 * J + J * J + K, 7 * J + J * J + 7 * K + 1
 
 
+def class_market_workspace_size(S, C, K):
+    """(n_float, n_int) work-buffer lengths of the class market (``_classes_nb.class_market``).
+
+    Here, not in ``_classes_nb``, so the Cython path sizes its buffers without importing Numba.
+    """
+    af, ai = auction_workspace_size(C, K)
+    return 2 * S + 2 * C + 1 + K * C + af, K + S + 2 * S * C + ai
+
+
 def gale_shapley_workspace_size(S, K):
     """(n_float, n_int) work-buffer lengths of :func:`gale_shapley_kernel`."""
     return 0, 3 * S

@@ -262,3 +262,20 @@ def class_market_kernel(const double[:, ::1] rhoC, const double[::1] work, const
                                 rhoC.shape[0], rhoC.shape[1], max_rounds, &cnt_best[0, 0], &stats[0],
                                 &fws[0], &iws[0])
     return total
+
+
+cdef extern from *:
+    """
+    #ifdef _OPENMP
+    #include <omp.h>
+    static int hp_omp_max_threads(void) { return omp_get_max_threads(); }
+    #else
+    static int hp_omp_max_threads(void) { return 1; }
+    #endif
+    """
+    int hp_omp_max_threads() nogil
+
+
+def max_threads():
+    """OpenMP's current thread limit: ``OMP_NUM_THREADS``, ``omp_set_num_threads`` (threadpoolctl)."""
+    return hp_omp_max_threads()

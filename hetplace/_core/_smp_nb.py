@@ -8,7 +8,14 @@ Each sample writes only its own row of the outputs, so the result does not
 depend on the number of threads; the choice among samples is made afterwards,
 serially, by the public layer (:mod:`hetplace.smp`, which also holds the
 plain-Python twin of these loops).
+
+Each driver also has a serial compilation, ``<name>_serial``, of the same
+source (``prange`` runs as ``range``): the public layer uses it for one
+thread, where the parallel version still pays for the threading layer -- on a
+machine whose cores are busy, 10x at K = 64 (benchmarks/bench_latency.py).
 """
+
+import types
 
 import numpy as np
 from numba import njit, prange
@@ -34,7 +41,6 @@ def _one_sample(rho, work, comm, sizes, form, max_rounds, job_order, order_len, 
     return total
 
 
-@njit(parallel=True, **JIT)
 def run_samples(rho, work, comm, worker_type, speed, uniform, cats, form, max_rounds,
                 job_order, order_len, worker_rank, do_polish, max_steps,
                 out_wj, out_total, out_stats, nf, ni):
@@ -49,7 +55,6 @@ def run_samples(rho, work, comm, worker_type, speed, uniform, cats, form, max_ro
                                    order_len, worker_rank, out_wj[s], out_stats[s], nf, ni)
 
 
-@njit(parallel=True, **JIT)
 def run_samples_classes(rhoC, work, comm, mc, members, cls_start, cats, max_rounds,
                         out_wj, out_total, out_stats, nf, ni):
     """Every category through the class-level market (``_classes_nb.class_market``).
@@ -69,3 +74,15 @@ def run_samples_classes(rhoC, work, comm, mc, members, cls_start, cats, max_roun
         out_stats[s, 0] = st[0]
         out_stats[s, 1] = st[1]
         expand_counts(cnt, members, cls_start, out_wj[s])
+
+
+def _compile(fn):
+    """(parallel, serial) compilations of one driver; the serial one under its own name (own cache file)."""
+    serial = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__ + "_serial", fn.__defaults__)
+    serial.__qualname__ = fn.__qualname__ + "_serial"
+    serial.__doc__ = fn.__doc__
+    return njit(parallel=True, **JIT)(fn), njit(**JIT)(serial)
+
+
+run_samples, run_samples_serial = _compile(run_samples)
+run_samples_classes, run_samples_classes_serial = _compile(run_samples_classes)

@@ -125,6 +125,29 @@ class _PlainPrange(ast.NodeTransformer):
 _loaded = {}
 
 
+def _with_serial(numba, fn, parallel, options):
+    """A ``prange`` kernel that runs its serial compilation when Numba has one thread.
+
+    On one thread the parallel compilation still goes through Numba's threading
+    layer, which on a machine whose cores are busy costs 10x at K = 64
+    (benchmarks/bench_latency.py); ``hetplace.smp`` sets the thread count per
+    decision.  The serial copy gets its own name, so its own cache file.
+    Kernels with ``prange`` are drivers called from Python, so a Python
+    dispatcher in front of them is fine.
+    """
+    serial_fn = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__ + "_serial", fn.__defaults__)
+    serial_fn.__qualname__ = fn.__qualname__ + "_serial"
+    serial = numba.njit(**options)(serial_fn)
+    get = numba.get_num_threads
+
+    def kernel(*args):
+        return (serial if get() == 1 else parallel)(*args)
+
+    kernel.__name__, kernel.__qualname__, kernel.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+    kernel.parallel, kernel.serial = parallel, serial
+    return kernel
+
+
 def load(name, backend):
     """The kernels of ``hetplace/_core/<name>.py`` compiled for ``backend`` ("numba" or "python").
 
@@ -168,7 +191,11 @@ def load(name, backend):
             options = dict(JIT, parallel=True) if par else dict(JIT)
             if inline:
                 options["inline"] = "always"
-            setattr(module, fname, numba.njit(**options)(getattr(module, fname)))
+            fn = getattr(module, fname)
+            compiled = numba.njit(**options)(fn)
+            if par:
+                compiled = _with_serial(numba, fn, compiled, dict(options, parallel=False))
+            setattr(module, fname, compiled)
         sys.modules[module.__name__] = module
     _loaded[key] = module
     return module
