@@ -1,4 +1,5 @@
-"""Build the Cython kernels in ``hetplace/_core``.
+"""Build the Cython kernels in ``hetplace/_core``: the ``_*.pyx`` modules and the
+single-source ``_*.py`` kernels written in Cython's pure-Python mode.
 
 Metadata lives in ``pyproject.toml``; this file only declares the extensions.
 Set ``HETPLACE_CYTHON_DEBUG=1`` at build time to compile with bounds checks and
@@ -6,6 +7,7 @@ wraparound on (slower, for hunting kernel bugs).
 """
 import glob
 import os
+import re
 import sys
 
 import numpy
@@ -31,6 +33,16 @@ if sys.platform.startswith("linux"):
     compile_args.append("-fopenmp")
     link_args.append("-fopenmp")
 
+
+def _single_source(path):
+    """A ``.py`` kernel in Cython's pure-Python mode (hetplace/_core/_source.py): it has ``import cython``."""
+    with open(path, encoding="utf-8") as f:
+        return re.search(r"^import cython\s*$", f.read(), re.M) is not None
+
+
+sources = sorted(glob.glob(os.path.join("hetplace", "_core", "_*.pyx")))
+sources += sorted(p for p in glob.glob(os.path.join("hetplace", "_core", "_*.py")) if _single_source(p))
+
 extensions = [
     Extension(
         "hetplace._core." + os.path.splitext(os.path.basename(path))[0],
@@ -40,7 +52,7 @@ extensions = [
         extra_link_args=link_args,
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
     )
-    for path in sorted(glob.glob(os.path.join("hetplace", "_core", "_*.pyx")))
+    for path in sources
 ]
 
 setup(ext_modules=cythonize(extensions, compiler_directives=directives))

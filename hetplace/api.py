@@ -113,8 +113,15 @@ def place(problem, method: str = "auto", seed: "int | None" = None, **options) -
     else:  # exact
         from .exact import solve_exact
 
+        from .exact import METHODS as EXACT_METHODS
+
         kwargs = dict(options)
-        kwargs["method"] = kwargs.pop("exact_method", "auto")
+        exact_method = kwargs.pop("exact_method", "auto")
+        if not isinstance(exact_method, str) or exact_method.strip().lower() not in EXACT_METHODS:
+            raise InvalidOptionError(  # named as the caller passed it (solve_exact calls it method)
+                f"exact_method must be one of {', '.join(repr(m) for m in EXACT_METHODS)}; got {exact_method!r}."
+            )
+        kwargs["method"] = exact_method
         res = solve_exact(problem, **kwargs)
         if res.placement is None:
             raise SolverError(f"method='exact' found no placement: {res.status} ({res.message}).")

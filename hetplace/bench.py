@@ -33,13 +33,14 @@ import os
 import platform
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
 
 from .data import gavel_path as _gavel_path
 from .errors import HetplaceError, InvalidOptionError, MissingDependencyError
+from .problem import MAX_WORKERS
 
 __all__ = [
     "ExecutorError",
@@ -63,6 +64,8 @@ ALL_METHODS = ("equal", "random", "greedy", "smp", "auto", "exact")
 #: Gavel table used when none is given: the one shipped with hetplace (:func:`hetplace.data.gavel_path`).
 DEFAULT_GAVEL = _gavel_path()
 EXECUTORS = ("process", "serial", "dask")
+#: Most processes of a local pool (``workers``).
+MAX_EXECUTOR_WORKERS = 1024
 #: Seconds :func:`make_executor` waits for a Dask scheduler at ``address`` before giving up.
 DASK_CONNECT_TIMEOUT = 5
 
@@ -92,7 +95,7 @@ def default_gavel_path():
     return DEFAULT_GAVEL if DEFAULT_GAVEL.is_file() else None
 
 
-def _int_tuple(name, values, minimum):
+def _int_tuple(name, values, minimum, maximum=None):
     if isinstance(values, (int, np.integer)) and not isinstance(values, bool):
         values = (values,)
     try:
@@ -104,13 +107,20 @@ def _int_tuple(name, values, minimum):
     for v in out:
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < minimum:
             raise InvalidOptionError(f"{name} must hold integers >= {minimum}; got {v!r} in {list(out)!r}.")
+        if maximum is not None and v > maximum:
+            raise InvalidOptionError(f"{name} must hold integers <= {maximum}; got {v!r} in {list(out)!r}.")
     return tuple(int(v) for v in out)
 
 
 def _str_tuple(name, values, choices):
     if isinstance(values, str):
         values = (values,)
-    out = tuple(values)
+    try:
+        out = tuple(values)
+    except TypeError:  # None, a number
+        raise InvalidOptionError(
+            f"{name} must be a list of {', '.join(map(repr, choices))}; got {values!r}."
+        ) from None
     if not out:
         raise InvalidOptionError(f"{name} must hold at least one of {', '.join(map(repr, choices))}; got an empty list.")
     for v in out:
@@ -163,9 +173,9 @@ class SweepSpec:
         set_ = object.__setattr__
         set_(self, "families", _str_tuple("families", self.families, _FAMILIES))
         set_(self, "methods", _str_tuple("methods", self.methods, tuple(METHODS)))
-        set_(self, "K", _int_tuple("K", self.K, 1))
-        set_(self, "S", _int_tuple("S", self.S, 1))
-        set_(self, "seeds", _int_tuple("seeds", self.seeds, 0))
+        set_(self, "K", _int_tuple("K", self.K, 1, MAX_WORKERS))  # the generators' limits, checked up front
+        set_(self, "S", _int_tuple("S", self.S, 1, MAX_WORKERS))
+        set_(self, "seeds", _int_tuple("seeds", self.seeds, 0, 2**64 - 1))
         if self.gavel is not None:
             set_(self, "gavel", str(self.gavel))
         need = [f for f in self.families if f in _NEEDS_GAVEL]
@@ -216,6 +226,12 @@ def quick_spec(gavel=None, **overrides):
         families=_FAMILIES if gavel is not None else ("synthetic",),
         K=(8, 16, 32, 64), S=(2, 4, 8), seeds=(0,), gavel=gavel, exact_time_limit=5.0,
     )
+    unknown = sorted(set(overrides) - {f.name for f in fields(SweepSpec)})
+    if unknown:
+        raise InvalidOptionError(
+            f"quick_spec does not take {', '.join(unknown)}; overrides are SweepSpec fields: "
+            f"{', '.join(f.name for f in fields(SweepSpec))}."
+        )
     kw.update(overrides)
     return SweepSpec(**kw)
 
@@ -291,6 +307,8 @@ def make_executor(kind="process", workers=None, address=None):
         raise InvalidOptionError(f"executor={kind!r} is not valid; choose one of {', '.join(map(repr, EXECUTORS))}.")
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise InvalidOptionError(f"workers must be a positive integer; got {workers!r}.")
+    if workers is not None and workers > MAX_EXECUTOR_WORKERS:  # 2**63 overflowed a C int in the pool
+        raise InvalidOptionError(f"workers must be at most {MAX_EXECUTOR_WORKERS}; got {workers!r}.")
     if address is not None and kind != "dask":
         raise InvalidOptionError(f"a Dask address ({address!r}) needs executor='dask'; got executor={kind!r}.")
     workers = workers or os.cpu_count() or 1
@@ -595,6 +613,8 @@ def _cell(rows):
 
 def summary_markdown(result):
     """Markdown summary of a sweep: mean gap / median wall time per method, by size and by family."""
+    if not isinstance(result, SweepResult):
+        raise InvalidOptionError(f"result must be a SweepResult from run_sweep; got {type(result).__name__}.")
     rows, spec, meta = result.rows, result.spec, result.meta
     methods = list(spec.methods)
     lines = [

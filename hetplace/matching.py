@@ -300,6 +300,7 @@ def _int_vector(value, name, n, fix):
         except OverflowError:
             raise InvalidProblemError(f"{name} must be at most 2**53; got an integer too large for a float. {fix}") from None
     if arr.dtype.kind == "f":
+        arr = arr.astype(np.float64)  # float16 / float32 exactly; 2**53 cast to float16 overflowed (RuntimeWarning)
         bad = ~np.isfinite(arr) | (arr != np.round(arr))
         if bad.any():
             i = int(np.flatnonzero(bad)[0])

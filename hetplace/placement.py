@@ -266,7 +266,13 @@ class Placement:
                 f"reference must be a Placement, an ExactResult with a placement, or a positive, finite "
                 f"mean JCT in seconds; got {reference!r}."
             )
-        return self.mean_jct / ref - 1.0
+        gap = self.mean_jct / ref - 1.0
+        if not math.isfinite(gap):  # a reference near 0 (5e-324): the ratio overflows
+            raise InvalidOptionError(
+                f"reference = {ref!r} is too small for a relative gap to mean_jct = {self.mean_jct!r} "
+                "(the ratio overflows); pass a mean JCT in seconds."
+            )
+        return gap
 
     def to_dict(self):
         """JSON-serialisable summary of the placement."""

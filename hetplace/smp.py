@@ -208,26 +208,29 @@ def _fit_max(cats, max_workers):
 
 
 def _cython_available(warn=True):
-    try:
-        from ._core import _smp  # noqa: F401
-    except ImportError as exc:
-        if warn:
-            from ._core import warn_missing_compiled
+    from ._core import _registry
 
-            warn_missing_compiled("_smp", exc)
-        return False
-    return True
+    missing = _registry.unavailable("cython")
+    if missing is not None and warn:
+        from ._core import warn_missing_compiled
+
+        warn_missing_compiled(*missing)
+    return missing is None
 
 
 def resolve_backend(backend):
-    """``"auto"`` -> ``"cython"`` when the extension is built, else ``"numba"``."""
+    """``"auto"`` -> ``"cython"`` when its extensions are built, else ``"numba"``.
+
+    Raises :class:`InvalidOptionError` (the registry's message) for
+    ``"cython"`` when they are not.
+    """
     backend = check_choice("backend", backend, BACKENDS)
     if backend == "auto":
         return "cython" if _cython_available() else "numba"
-    if backend == "cython" and not _cython_available(warn=False):
-        from ._core import missing_compiled_message
+    if backend == "cython":
+        from ._core import _registry
 
-        raise InvalidOptionError(missing_compiled_message("_smp", what="backend='cython'"))
+        _registry.kernels("cython")  # raises when not available
     return backend
 
 
@@ -412,15 +415,10 @@ def _run(problem, cats, opts):
                                          out_wj, out_total, out_stats)
             else:
                 polish_args = common + (rows, _MAX_POLISH_STEPS, out_wj, out_total, out_stats)
-            if backend == "python":
-                (_polish_classes_py if polish_cls else _polish_workers_py)(problem, *polish_args)
-            elif backend == "numba":
-                from ._core import _smp_nb
+            from ._core._registry import kernels
 
-                name = "polish_rows_classes" if polish_cls else "polish_rows"
-                getattr(_smp_nb, name if threads > 1 else name + "_serial")(*polish_args)
-            else:
-                (_smp.polish_rows_classes if polish_cls else _smp.polish_rows)(*polish_args, threads)
+            table = kernels(backend)
+            (table.polish_rows_classes if polish_cls else table.polish_rows)(*polish_args, threads)
     if approx:
         # bucket values were approximate: score every row truly, and reorder the
         # workers inside each bucket of the polished rows (fastest to the job that
@@ -481,7 +479,10 @@ def _sort_buckets(problem, wj, members, cls_start, total, rounds=3):
 def _market_classes_py(rhoC, work, comm, mc, members, cls_start, cats, max_rounds,
                        out_wj, out_total, out_stats, nf, ni):
     """Plain-Python twin of ``_smp_nb.run_samples_classes``."""
-    from ._core._classes_nb import class_market_py, expand_counts
+    from ._core._classes_nb import class_market_py
+    from ._core._source import load
+
+    expand_counts = load("_polish", "python").expand_counts
 
     S, C = rhoC.shape
     for s in range(cats.shape[0]):
@@ -490,30 +491,6 @@ def _market_classes_py(rhoC, work, comm, mc, members, cls_start, cats, max_round
         out_total[s] = class_market_py(rhoC, work, comm, mc, cats[s], max_rounds, cnt, st)
         out_stats[s, 0], out_stats[s, 1] = st[0], st[1]
         expand_counts(cnt, members, cls_start, out_wj[s])
-
-
-def _polish_classes_py(problem, rhoC, work, comm, mc, class_of, members, cls_start, rows, max_steps,
-                       out_wj, out_total, out_stats):
-    """Plain-Python twin of ``_smp_nb.polish_rows_classes``."""
-    from ._core._classes_nb import class_totals, counts_of, expand_counts, polish_classes_impl
-
-    S, C = rhoC.shape
-    for s in rows:
-        cnt = np.zeros((S, C), dtype=np.int64)
-        counts_of(out_wj[s], class_of, cnt)
-        out_stats[s, 2] = polish_classes_impl(rhoC, work, comm, mc, cnt, max_steps)
-        expand_counts(cnt, members, cls_start, out_wj[s])
-        out_total[s] = class_totals(rhoC, work, comm, cnt, np.zeros(S), np.zeros(S, dtype=np.int64))
-
-
-def _polish_workers_py(problem, rho, work, comm, worker_type, speed, uniform, rows, max_steps,
-                       out_wj, out_total, out_stats):
-    """Plain-Python twin of ``_smp_nb.polish_rows``."""
-    from ._core._polish_nb import assignment_total, polish_impl
-
-    for s in rows:
-        out_stats[s, 2] = polish_impl(rho, work, comm, worker_type, speed, uniform, out_wj[s], max_steps)
-        out_total[s] = assignment_total(rho, work, comm, out_wj[s])
 
 
 def _rows_to_polish(out_wj, out_total, top):

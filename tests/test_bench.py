@@ -227,3 +227,38 @@ def test_nan_is_written_as_null_and_empty(tmp_path):
     paths = res.write(tmp_path, plots=False)
     assert json.loads(Path(paths["json"]).read_text())["rows"][0]["gap"] is None
     assert next(csv.DictReader(open(paths["csv"], newline="")))["gap"] == ""
+
+
+# ------------------------------------------------------------------ hostile arguments (fuzz/campaign.py)
+@pytest.mark.parametrize("field", ["families", "methods"])
+@pytest.mark.parametrize("value", [None, 3, 1.5])
+def test_sweep_spec_rejects_a_non_list_of_names(field, value):
+    # TypeError: 'NoneType' object is not iterable
+    with pytest.raises(bench.InvalidOptionError, match=field):
+        bench.SweepSpec(**{field: value})
+
+
+def test_quick_spec_rejects_unknown_overrides():
+    # TypeError from the dataclass before
+    with pytest.raises(bench.InvalidOptionError, match="quick_spec does not take nope"):
+        bench.quick_spec(None, nope=1)
+
+
+@pytest.mark.parametrize("workers", [1025, 2**31, 2**63])
+def test_executor_workers_beyond_a_c_int_are_rejected(workers):
+    # OverflowError: Python int too large to convert to C int (ProcessPoolExecutor)
+    with pytest.raises(bench.InvalidOptionError, match="workers must be at most"):
+        bench.make_executor("process", workers)
+
+
+@pytest.mark.parametrize("result", [None, 3, "x", {}])
+def test_summary_markdown_rejects_what_is_not_a_sweep_result(result):
+    with pytest.raises(bench.InvalidOptionError, match="SweepResult"):
+        bench.summary_markdown(result)
+
+
+@pytest.mark.parametrize("field, value", [("K", (10**20,)), ("K", (10**6 + 1,)), ("S", (2**63,)), ("seeds", (2**64,))])
+def test_sweep_spec_bounds_sizes_and_seeds_up_front(field, value):
+    # hetplace bench --K 99999999999999999999 ended in a numpy traceback (exit 1) inside the generator
+    with pytest.raises(bench.InvalidOptionError, match=f"{field} must hold integers <="):
+        bench.SweepSpec(families=("synthetic",), **{field: value})

@@ -1,4 +1,5 @@
-"""SMP on worker classes (hetplace/_core/_classes_nb.py and its Cython twin in _smp.pyx).
+"""SMP on worker classes (the market in hetplace/_core/_classes_nb.py and its Cython twin in
+_smp.pyx; the polish in the single source hetplace/_core/_polish.py).
 
 * the class grouping is right (identical throughput columns, nothing merged that differs);
 * the class market's first round is welfare-optimal (SciPy's exact assignment on the
@@ -15,11 +16,9 @@ from hetplace._core._classes_nb import (
     class_market,
     class_market_py,
     class_market_workspace_size,
-    counts_of,
-    expand_counts,
-    polish_classes,
-    polish_classes_impl,
 )
+from hetplace._core._registry import BACKENDS, kernels, unavailable
+from hetplace._core._source import load
 from hetplace.smp import class_modes, worker_classes
 
 from reference import assignment_optimum_reference, is_local_optimum_reference, mean_jct_reference
@@ -29,6 +28,10 @@ try:
     from hetplace._core import _smp as smp_cy
 except ImportError:  # pragma: no cover - extension not built
     smp_cy = None
+
+AVAILABLE = [b for b in BACKENDS if unavailable(b) is None]
+_py = load("_polish", "python")
+counts_of, expand_counts, polish_classes_impl = _py.counts_of, _py.expand_counts, _py.polish_classes
 
 
 def _problem(seed, **kw):
@@ -144,8 +147,7 @@ def test_class_polish_local_optimum_and_backends_agree(seed):
     counts_of(start, class_of, ref)
     begin = ref.copy()
     steps = polish_classes_impl(rhoC, p.work, p.comm_time, mc, ref, 100_000)
-    fns = [polish_classes] + ([smp_cy.polish_classes_kernel] if smp_cy is not None else [])
-    for fn in fns:
+    for fn in (kernels(b).polish_classes for b in AVAILABLE):
         cnt = begin.copy()
         assert fn(rhoC, p.work, p.comm_time, mc, cnt, 100_000) == steps
         np.testing.assert_array_equal(cnt, ref)
@@ -181,7 +183,7 @@ def test_polish_max_steps_is_honoured():
     cnt = np.zeros(rhoC.shape, dtype=np.int64)
     counts_of(_start(p, np.random.default_rng(0)), class_of, cnt)
     for cap in (1, 2, 3, 5):
-        for fn in (polish_classes, smp_cy.polish_classes_kernel):
+        for fn in (kernels(b).polish_classes for b in AVAILABLE):
             assert fn(rhoC, p.work, p.comm_time, mc, cnt.copy(), cap) <= cap
 
 

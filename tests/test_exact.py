@@ -558,3 +558,12 @@ def test_threads_beyond_a_c_int_are_rejected_not_passed_to_the_solver(value):
     # 2**31 raised OverflowError from OR-Tools' SetNumThreads
     with pytest.raises(InvalidOptionError, match=r"threads must be at most 1024"):
         solve_exact(tiny_random(0), method="milp", threads=value)
+
+
+@pytest.mark.parametrize("value", ["x", None, 1, ["dp"]])
+def test_place_exact_names_exact_method_in_its_error(value):
+    # the message said "method must be one of ...", the name solve_exact uses, not the option passed
+    import hetplace as hp
+
+    with pytest.raises(InvalidOptionError, match=r"^exact_method must be one of"):
+        hp.place(tiny_random(0), method="exact", exact_method=value)

@@ -2,6 +2,7 @@
 market_category, and the agreement of the python / numba / cython kernels."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -761,3 +762,13 @@ def test_market_category_takes_the_arrays_of_an_extreme_problem():
     assert all(r.total_jct == first.total_jct and r.worker_job.tolist() == first.worker_job.tolist() for r in outs.values())
     assert math.isfinite(first.total_jct) and first.filled
     assert first.total_jct == pytest.approx(evaluate(p, first.worker_job).mean_jct * 2, rel=1e-12)
+
+
+@pytest.mark.parametrize("form", ["price", "ordinal"])
+def test_float16_capacities_are_checked_without_an_overflow_warning(form):
+    # the 2**53 limit was compared in float16: "overflow encountered in cast" (fuzz/campaign.py)
+    values = np.array([[3.0, 1.0, 2.0, 0.5], [1.0, 4.0, 0.5, 2.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        res = deferred_acceptance(values, np.array([2, 1], dtype=np.float16), form=form)
+    assert np.bincount(res.worker_job[res.worker_job >= 0], minlength=2).tolist() == [2, 1]

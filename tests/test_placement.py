@@ -283,3 +283,10 @@ def test_gap_to_accepts_placements_results_and_numbers(problem):
     assert pl.gap_to(pl) == 0.0
     assert pl.gap_to(res) == pl.mean_jct / res.objective - 1.0
     assert pl.gap_to(np.float32(2.0)) == pl.gap_to(2) == pl.mean_jct / 2.0 - 1.0
+
+
+@pytest.mark.parametrize("reference", [5e-324, 1e-310])
+def test_gap_to_a_subnormal_reference_is_an_error_not_inf(problem, reference):
+    pl = hp.place(problem, "greedy")
+    with pytest.raises(hp.InvalidOptionError, match="too small"):
+        pl.gap_to(reference)

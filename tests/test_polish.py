@@ -1,20 +1,19 @@
-"""Local-search polish kernel: Numba, Cython and plain Python agree bit for bit, and the
-result is a local optimum checked by a slow full-re-evaluation scan (tests/reference.py)."""
+"""Local-search polish kernel (the single source hetplace/_core/_polish.py): Numba, Cython
+and plain Python agree bit for bit, and the result is a local optimum checked by a slow
+full-re-evaluation scan (tests/reference.py)."""
 
 import numpy as np
 import pytest
 
 import hetplace as hp
 from hetplace.baselines import random_placement
-from hetplace._core._polish_nb import polish, polish_impl
+from hetplace._core._registry import BACKENDS, kernels, unavailable
 
 from reference import is_local_optimum_reference, mean_jct_reference
 from test_smp import random_problem
 
-try:
-    from hetplace._core._polish import polish as polish_cy
-except ImportError:  # pragma: no cover - extension not built
-    polish_cy = None
+AVAILABLE = [b for b in BACKENDS if unavailable(b) is None]
+polish_impl = kernels("python").polish
 
 
 def _run(fn, p, wj):
@@ -28,8 +27,7 @@ def test_backends_identical_and_local_optimum(seed):
     p = random_problem(seed, K_max=9, S_max=4)
     start = random_placement(p, np.random.default_rng(seed))
     ref_wj, ref_steps = _run(polish_impl, p, start)
-    fns = [polish] + ([polish_cy] if polish_cy is not None else [])
-    for fn in fns:
+    for fn in (kernels(b).polish for b in AVAILABLE):
         wj, steps = _run(fn, p, start)
         np.testing.assert_array_equal(wj, ref_wj)
         assert steps == ref_steps
@@ -38,8 +36,9 @@ def test_backends_identical_and_local_optimum(seed):
     assert is_local_optimum_reference(p, ref_wj)
 
 
-def test_max_steps_is_honoured():
+@pytest.mark.parametrize("backend", AVAILABLE)
+def test_max_steps_is_honoured(backend):
     p = random_problem(5, K_max=30, S_max=6)
     start = random_placement(p, np.random.default_rng(0))
-    wj, steps = _run(lambda *a: polish(*a[:-1], 1), p, start)
+    wj, steps = _run(lambda *a: kernels(backend).polish(*a[:-1], 1), p, start)
     assert steps <= 1

@@ -205,7 +205,11 @@ def test_omp_num_threads_caps_the_default_threads(backend):
 
     code = f"from hetplace.smp import available_threads; print(available_threads({backend!r}))"
     env = dict(__import__("os").environ, OMP_NUM_THREADS="1")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    # from the folder holding the hetplace this test imported: `python -c` puts its working
+    # folder first on sys.path, and an unpacked sdist's source tree has no compiled kernels
+    here = str(__import__("pathlib").Path(hp.__file__).resolve().parents[1])
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=here, capture_output=True, text=True,
+                         timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "1"
 

@@ -1,8 +1,8 @@
 # SMP sample driver, Cython twin of _smp_nb.py: every sampled category through the
-# market (run_samples), then the best distinct results through the polish
-# (polish_rows), each in an OpenMP prange without the GIL; run_samples_classes and
-# polish_rows_classes are the same passes on worker classes, with the Cython twins
-# of the kernels in _classes_nb.py (same operations, same order).
+# market, on single workers (run_samples) or on worker classes (run_samples_classes,
+# with the Cython twins of the kernels in _classes_nb.py: same operations, same
+# order), in an OpenMP prange without the GIL.  The polish of the best results is
+# the single source _polish.py (hetplace._core._registry).
 # Kernel: inputs are trusted (validated by hetplace.smp); no bounds checks.
 from cython.parallel cimport prange
 from libc.math cimport INFINITY, NAN
@@ -10,7 +10,6 @@ from libc.stdint cimport int64_t
 from libc.stdlib cimport calloc, free, malloc
 
 from hetplace._core._matching cimport FORM_PRICE, auction_c, market_category_c
-from hetplace._core._polish cimport polish_nogil
 
 cimport numpy as cnp
 
@@ -40,32 +39,6 @@ cdef double _market_one(const double[:, ::1] rho, const double[::1] work,
     free(iws)
     stats[0] = mstats[0]
     stats[1] = mstats[1]
-    return total
-
-
-cdef double _total(const double[:, ::1] rho, const double[::1] work, const double[:, ::1] comm,
-                   int64_t[::1] wj) noexcept nogil:
-    """True total JCT, same operation order as the Numba and Python twins; inf on OOM."""
-    cdef Py_ssize_t S = rho.shape[0], K = rho.shape[1], k, i
-    cdef double total = 0.0
-    cdef double* X = <double*> malloc(S * sizeof(double))
-    cdef int64_t* n = <int64_t*> malloc(S * sizeof(int64_t))
-    if X == NULL or n == NULL:
-        free(X)
-        free(n)
-        return INFINITY
-    for i in range(S):
-        X[i] = 0.0
-        n[i] = 0
-    for k in range(K):
-        i = wj[k]
-        if i >= 0:
-            X[i] += rho[i, k]
-            n[i] += 1
-    for i in range(S):
-        total += work[i] / X[i] + comm[i, n[i]]
-    free(X)
-    free(n)
     return total
 
 
@@ -101,34 +74,9 @@ def run_samples(const double[:, ::1] rho, const double[::1] work, const double[:
             raise MemoryError("SMP: out of memory while evaluating a sample")
 
 
-def polish_rows(const double[:, ::1] rho, const double[::1] work, const double[:, ::1] comm,
-                const int64_t[::1] worker_type, const double[::1] speed, bint uniform,
-                const int64_t[::1] rows, int64_t max_steps, int64_t[:, ::1] out_wj,
-                double[::1] out_total, int64_t[:, ::1] out_stats, int threads):
-    """Polish ``out_wj[rows[j]]`` in place (same contract as ``_smp_nb.polish_rows``)."""
-    cdef Py_ssize_t R = rows.shape[0], j, s
-    cdef int nt = threads if threads > 0 else 1
-    if threads <= 0:
-        import os
-        nt = os.cpu_count() or 1
-    for j in prange(R, nogil=True, num_threads=nt, schedule="dynamic"):
-        s = rows[j]
-        out_stats[s, 2] = polish_nogil(rho, work, comm, worker_type, uniform, out_wj[s], max_steps)
-        out_total[s] = _total(rho, work, comm, out_wj[s])
-    for j in range(R):
-        if out_stats[rows[j], 2] < 0 or out_total[rows[j]] == INFINITY:
-            raise MemoryError("SMP: out of memory while polishing")
-
-
-
 # ------------------------------------------------------------ worker classes
 # Twins of hetplace/_core/_classes_nb.py (see its docstrings).  Matrices are
 # row-major pointers: rhoC and cnt (S, C), comm (S, K1) with K1 = K + 1.
-
-cdef inline double _ccost(const double* work, const double* comm, Py_ssize_t K1,
-                          Py_ssize_t i, double X, int64_t n) noexcept nogil:
-    return work[i] / X + comm[i * K1 + n]
-
 
 cdef double _class_totals(const double* rhoC, const double* work, const double* comm,
                           Py_ssize_t K1, const int64_t* cnt, Py_ssize_t S, Py_ssize_t C,
@@ -165,18 +113,6 @@ cdef void _expand_counts(const int64_t* cnt, Py_ssize_t S, Py_ssize_t C, const i
         while p < cls_start[c + 1]:
             wj[members[p]] = -1
             p += 1
-
-
-cdef void _counts_of(const int64_t* wj, Py_ssize_t K, const int64_t* class_of, int64_t* cnt,
-                     Py_ssize_t S, Py_ssize_t C) noexcept nogil:
-    cdef Py_ssize_t k, t
-    cdef int64_t i
-    for t in range(S * C):
-        cnt[t] = 0
-    for k in range(K):
-        i = wj[k]
-        if i >= 0:
-            cnt[i * C + class_of[k]] += 1
 
 
 cdef void _fill_units(const double* rhoC, const double* work, const double* X,
@@ -269,221 +205,6 @@ cdef double _class_market_c(const double* rhoC, const double* work, const double
     return best
 
 
-cdef inline void _refresh(const double* rhoC, const int64_t* cnt, Py_ssize_t C,
-                          double* X, int64_t* n, Py_ssize_t i) noexcept nogil:
-    cdef double s = 0.0
-    cdef int64_t m = 0
-    cdef Py_ssize_t c
-    for c in range(C):
-        if cnt[i * C + c] > 0:
-            s += cnt[i * C + c] * rhoC[i * C + c]
-            m += cnt[i * C + c]
-    X[i] = s
-    n[i] = m
-
-
-cdef inline void _push2(double v, Py_ssize_t j, double* v1, Py_ssize_t* j1,
-                        double* v2, Py_ssize_t* j2) noexcept nogil:
-    """Insert (v, j) into the two smallest (v1, j1) <= (v2, j2); strict ``<``."""
-    if v < v1[0]:
-        v2[0] = v1[0]
-        j2[0] = j1[0]
-        v1[0] = v
-        j1[0] = j
-    elif v < v2[0]:
-        v2[0] = v
-        j2[0] = j
-
-
-cdef inline double _trade(const double* rhoC, const double* work, const double* comm,
-                          Py_ssize_t K1, const int64_t* cnt, const int64_t* idle,
-                          const double* X, const int64_t* n, Py_ssize_t S, Py_ssize_t C,
-                          Py_ssize_t j, Py_ssize_t give, Py_ssize_t take) noexcept nogil:
-    """Twin of the trade cost change written out in _classes_nb.polish_classes_impl's swap loops."""
-    cdef double x
-    if j < S:
-        if cnt[j * C + give] == 0:
-            return INFINITY
-        x = rhoC[j * C + take]
-        if x <= 0.0:
-            return INFINITY
-        return _ccost(work, comm, K1, j, X[j] - rhoC[j * C + give] + x, n[j]) - _ccost(work, comm, K1, j, X[j], n[j])
-    if idle[give] == 0:
-        return INFINITY
-    return 0.0
-
-
-cdef inline double _step_gain(const double* rhoC, const double* work, const double* comm,
-                              Py_ssize_t K1, const int64_t* cnt, const int64_t* idle,
-                              const double* X, const int64_t* n, Py_ssize_t S, Py_ssize_t C,
-                              int kind, Py_ssize_t c, Py_ssize_t e, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
-    """Twin of _classes_nb._step_gain: the cost change of repeating the step just taken."""
-    cdef double g = 0.0
-    if kind == 1:
-        if a < S:
-            if cnt[a * C + c] == 0 or n[a] == 1:
-                return INFINITY
-            g += _ccost(work, comm, K1, a, X[a] - rhoC[a * C + c], n[a] - 1) - _ccost(work, comm, K1, a, X[a], n[a])
-        elif idle[c] == 0:
-            return INFINITY
-        if b < S:
-            if n[b] >= K1 - 1:
-                return INFINITY
-            g += _ccost(work, comm, K1, b, X[b] + rhoC[b * C + c], n[b] + 1) - _ccost(work, comm, K1, b, X[b], n[b])
-        return g
-    # a swap: a gives c and takes e, b the opposite (inf + anything stays inf)
-    g += _trade(rhoC, work, comm, K1, cnt, idle, X, n, S, C, a, c, e)
-    g += _trade(rhoC, work, comm, K1, cnt, idle, X, n, S, C, b, e, c)
-    return g
-
-
-cdef long long _polish_classes_c(const double* rhoC, const double* work, const double* comm,
-                                 Py_ssize_t K1, const int64_t* mc, int64_t* cnt,
-                                 Py_ssize_t S, Py_ssize_t C, long long max_steps) noexcept nogil:
-    """Twin of _classes_nb.polish_classes_impl; -1 when out of memory."""
-    cdef Py_ssize_t i, c, e, a, b, j1, j2, t, ba, bb, bc, bd
-    cdef long long steps = 0
-    cdef int kind
-    cdef int64_t u
-    cdef double total, best, v, v1, v2, x, r, d, g
-    cdef double* X = <double*> calloc(S, sizeof(double))
-    cdef int64_t* n = <int64_t*> calloc(S, sizeof(int64_t))
-    cdef int64_t* idle = <int64_t*> calloc(C, sizeof(int64_t))
-    if X == NULL or n == NULL or idle == NULL:
-        free(X); free(n); free(idle)
-        return -1
-    for i in range(S):
-        _refresh(rhoC, cnt, C, X, n, i)
-    for c in range(C):
-        u = mc[c]
-        for i in range(S):
-            u -= cnt[i * C + c]
-        idle[c] = u
-    while steps < max_steps:
-        total = 0.0
-        for i in range(S):
-            total += _ccost(work, comm, K1, i, X[i], n[i])
-        best = -1e-12 * total
-        kind = 0
-        bc = -1
-        bd = -1
-        ba = -1
-        bb = -1
-        for c in range(C):
-            v1 = INFINITY
-            j1 = -1
-            v2 = INFINITY
-            j2 = -1
-            for b in range(S + 1):
-                if b < S:
-                    x = rhoC[b * C + c]
-                    if x <= 0.0 or n[b] >= K1 - 1:  # every worker already on b
-                        continue
-                    v = _ccost(work, comm, K1, b, X[b] + x, n[b] + 1) - _ccost(work, comm, K1, b, X[b], n[b])
-                else:
-                    v = 0.0
-                _push2(v, b, &v1, &j1, &v2, &j2)
-            for a in range(S + 1):
-                if a < S:
-                    if cnt[a * C + c] == 0 or n[a] == 1:
-                        continue
-                    r = _ccost(work, comm, K1, a, X[a] - rhoC[a * C + c], n[a] - 1) - _ccost(work, comm, K1, a, X[a], n[a])
-                else:
-                    if idle[c] == 0:
-                        continue
-                    r = 0.0
-                if j1 != a:
-                    v = v1
-                    t = j1
-                else:
-                    v = v2
-                    t = j2
-                if t < 0:
-                    continue
-                d = r + v
-                if d < best:
-                    best = d
-                    kind = 1
-                    bc = c
-                    ba = a
-                    bb = t
-        for c in range(C):
-            for e in range(c + 1, C):
-                v1 = INFINITY
-                j1 = -1
-                v2 = INFINITY
-                j2 = -1
-                for b in range(S + 1):
-                    v = _trade(rhoC, work, comm, K1, cnt, idle, X, n, S, C, b, e, c)
-                    if v == INFINITY:
-                        continue
-                    _push2(v, b, &v1, &j1, &v2, &j2)
-                if j1 < 0:
-                    continue
-                for a in range(S + 1):
-                    g = _trade(rhoC, work, comm, K1, cnt, idle, X, n, S, C, a, c, e)
-                    if g == INFINITY:
-                        continue
-                    if j1 != a:
-                        v = v1
-                        t = j1
-                    else:
-                        v = v2
-                        t = j2
-                    if t < 0:
-                        continue
-                    d = g + v
-                    if d < best:
-                        best = d
-                        kind = 2
-                        bc = c
-                        bd = e
-                        ba = a
-                        bb = t
-        if kind == 0:
-            break
-        # take the step, then repeat it while it still pays (twin of the Numba kernel)
-        while True:
-            if kind == 1:
-                if ba < S:
-                    cnt[ba * C + bc] -= 1
-                    _refresh(rhoC, cnt, C, X, n, ba)
-                else:
-                    idle[bc] -= 1
-                if bb < S:
-                    cnt[bb * C + bc] += 1
-                    _refresh(rhoC, cnt, C, X, n, bb)
-                else:
-                    idle[bc] += 1
-            else:
-                if ba < S:
-                    cnt[ba * C + bc] -= 1
-                    cnt[ba * C + bd] += 1
-                    _refresh(rhoC, cnt, C, X, n, ba)
-                else:
-                    idle[bc] -= 1
-                    idle[bd] += 1
-                if bb < S:
-                    cnt[bb * C + bd] -= 1
-                    cnt[bb * C + bc] += 1
-                    _refresh(rhoC, cnt, C, X, n, bb)
-                else:
-                    idle[bd] -= 1
-                    idle[bc] += 1
-            steps += 1
-            if steps >= max_steps:
-                break
-            total = 0.0
-            for i in range(S):
-                total += _ccost(work, comm, K1, i, X[i], n[i])
-            if not _step_gain(rhoC, work, comm, K1, cnt, idle, X, n, S, C, kind, bc, bd, ba, bb) < -1e-12 * total:
-                break
-    free(X)
-    free(n)
-    free(idle)
-    return steps
-
-
 cdef double _class_sample(const double[:, ::1] rhoC, const double[::1] work,
                           const double[:, ::1] comm, const int64_t[::1] mc,
                           const int64_t[::1] members, const int64_t[::1] cls_start,
@@ -512,29 +233,6 @@ cdef double _class_sample(const double[:, ::1] rhoC, const double[::1] work,
     return total
 
 
-cdef double _class_polish_row(const double[:, ::1] rhoC, const double[::1] work,
-                              const double[:, ::1] comm, const int64_t[::1] mc,
-                              const int64_t[::1] class_of, const int64_t[::1] members,
-                              const int64_t[::1] cls_start, int64_t* wj, Py_ssize_t K,
-                              long long max_steps, int64_t* steps) noexcept nogil:
-    cdef Py_ssize_t S = rhoC.shape[0], C = rhoC.shape[1]
-    cdef double total
-    cdef int64_t* cnt = <int64_t*> calloc(S * C, sizeof(int64_t))
-    cdef double* X = <double*> calloc(S, sizeof(double))
-    cdef int64_t* n = <int64_t*> calloc(S, sizeof(int64_t))
-    if cnt == NULL or X == NULL or n == NULL:
-        free(cnt); free(X); free(n)
-        steps[0] = -1
-        return INFINITY
-    _counts_of(wj, K, &class_of[0], cnt, S, C)
-    steps[0] = _polish_classes_c(&rhoC[0, 0], &work[0], &comm[0, 0], comm.shape[1], &mc[0], cnt,
-                                 S, C, max_steps)
-    _expand_counts(cnt, S, C, &members[0], &cls_start[0], wj)
-    total = _class_totals(&rhoC[0, 0], &work[0], &comm[0, 0], comm.shape[1], cnt, S, C, X, n)
-    free(cnt); free(X); free(n)
-    return total
-
-
 def run_samples_classes(const double[:, ::1] rhoC, const double[::1] work, const double[:, ::1] comm,
                         const int64_t[::1] mc, const int64_t[::1] members, const int64_t[::1] cls_start,
                         const int64_t[:, ::1] cats, Py_ssize_t max_rounds,
@@ -554,26 +252,6 @@ def run_samples_classes(const double[:, ::1] rhoC, const double[::1] work, const
             raise MemoryError("SMP: out of memory while evaluating a sample")
 
 
-def polish_rows_classes(const double[:, ::1] rhoC, const double[::1] work, const double[:, ::1] comm,
-                        const int64_t[::1] mc, const int64_t[::1] class_of, const int64_t[::1] members,
-                        const int64_t[::1] cls_start, const int64_t[::1] rows, int64_t max_steps,
-                        int64_t[:, ::1] out_wj, double[::1] out_total, int64_t[:, ::1] out_stats,
-                        int threads):
-    """Class-level polish of ``out_wj[rows[j]]`` (same contract as ``_smp_nb.polish_rows_classes``)."""
-    cdef Py_ssize_t R = rows.shape[0], j, s, K = out_wj.shape[1]
-    cdef int nt = threads if threads > 0 else 1
-    if threads <= 0:
-        import os
-        nt = os.cpu_count() or 1
-    for j in prange(R, nogil=True, num_threads=nt, schedule="dynamic"):
-        s = rows[j]
-        out_total[s] = _class_polish_row(rhoC, work, comm, mc, class_of, members, cls_start,
-                                         &out_wj[s, 0], K, max_steps, &out_stats[s, 2])
-    for j in range(R):
-        if out_stats[rows[j], 2] < 0:
-            raise MemoryError("SMP: out of memory while polishing")
-
-
 def class_market_kernel(const double[:, ::1] rhoC, const double[::1] work, const double[:, ::1] comm,
                         const int64_t[::1] mc, const int64_t[::1] sizes, Py_ssize_t max_rounds,
                         int64_t[:, ::1] cnt_best, int64_t[::1] stats, double[::1] fws, int64_t[::1] iws):
@@ -584,18 +262,6 @@ def class_market_kernel(const double[:, ::1] rhoC, const double[::1] work, const
                                 rhoC.shape[0], rhoC.shape[1], max_rounds, &cnt_best[0, 0], &stats[0],
                                 &fws[0], &iws[0])
     return total
-
-
-def polish_classes_kernel(const double[:, ::1] rhoC, const double[::1] work, const double[:, ::1] comm,
-                          const int64_t[::1] mc, int64_t[:, ::1] cnt, long long max_steps):
-    """Class-count polish (see ``_classes_nb.polish_classes_impl``); returns the steps taken."""
-    cdef long long steps
-    with nogil:
-        steps = _polish_classes_c(&rhoC[0, 0], &work[0], &comm[0, 0], comm.shape[1], &mc[0], &cnt[0, 0],
-                                  rhoC.shape[0], rhoC.shape[1], max_steps)
-    if steps < 0:
-        raise MemoryError("polish: out of memory")
-    return steps
 
 
 cdef extern from *:

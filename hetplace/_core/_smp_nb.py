@@ -1,13 +1,13 @@
-"""SMP sample driver, Numba backend: every sampled category through the market
-(``run_samples``), then the best distinct results through the polish
-(``polish_rows``), each in parallel with ``prange``.
+"""SMP sample driver, Numba backend: every sampled category through the market in
+parallel with ``prange``, on single workers (``run_samples``) or on worker
+classes (``run_samples_classes``, :mod:`hetplace._core._classes_nb`).  The
+polish of the best results is the single source :mod:`hetplace._core._polish`,
+reached through :mod:`hetplace._core._registry`.
 
 Each sample writes only its own row of the outputs, so the result does not
 depend on the number of threads; the choice among samples is made afterwards,
 serially, by the public layer (:mod:`hetplace.smp`, which also holds the
-plain-Python twin of these loops).  ``run_samples_classes`` and
-``polish_rows_classes`` are the same two passes on worker classes
-(:mod:`hetplace._core._classes_nb`).
+plain-Python twin of these loops).
 
 Each driver also has a serial compilation, ``<name>_serial``, of the same
 source (``prange`` runs as ``range``): the public layer uses it for one
@@ -21,9 +21,11 @@ import numpy as np
 from numba import njit, prange
 from ._jit import JIT
 
-from ._classes_nb import class_market, class_totals, counts_of, expand_counts, polish_classes
+from ._classes_nb import class_market
 from ._matching_nb import market_category_kernel
-from ._polish_nb import assignment_total, polish
+from ._source import load
+
+expand_counts = load("_polish", "numba").expand_counts
 
 
 @njit(**JIT)
@@ -53,16 +55,6 @@ def run_samples(rho, work, comm, worker_type, speed, uniform, cats, form, max_ro
                                    order_len, worker_rank, out_wj[s], out_stats[s], nf, ni)
 
 
-def polish_rows(rho, work, comm, worker_type, speed, uniform, rows, max_steps,
-                out_wj, out_total, out_stats):
-    """Polish the assignments ``out_wj[rows[j]]`` in place; update their totals and step counts."""
-    for j in prange(rows.shape[0]):
-        s = rows[j]
-        wj = out_wj[s]
-        out_stats[s, 2] = polish(rho, work, comm, worker_type, speed, uniform, wj, max_steps)
-        out_total[s] = assignment_total(rho, work, comm, wj)
-
-
 def run_samples_classes(rhoC, work, comm, mc, members, cls_start, cats, max_rounds,
                         out_wj, out_total, out_stats, nf, ni):
     """Every category through the class-level market (``_classes_nb.class_market``).
@@ -84,22 +76,6 @@ def run_samples_classes(rhoC, work, comm, mc, members, cls_start, cats, max_roun
         expand_counts(cnt, members, cls_start, out_wj[s])
 
 
-def polish_rows_classes(rhoC, work, comm, mc, class_of, members, cls_start, rows, max_steps,
-                        out_wj, out_total, out_stats):
-    """Polish ``out_wj[rows[j]]`` on class counts (``_classes_nb.polish_classes``), in place."""
-    S = rhoC.shape[0]
-    C = rhoC.shape[1]
-    for j in prange(rows.shape[0]):
-        s = rows[j]
-        cnt = np.zeros((S, C), dtype=np.int64)
-        X = np.zeros(S)
-        n = np.zeros(S, dtype=np.int64)
-        counts_of(out_wj[s], class_of, cnt)
-        out_stats[s, 2] = polish_classes(rhoC, work, comm, mc, cnt, max_steps)
-        expand_counts(cnt, members, cls_start, out_wj[s])
-        out_total[s] = class_totals(rhoC, work, comm, cnt, X, n)
-
-
 def _compile(fn):
     """(parallel, serial) compilations of one driver; the serial one under its own name (own cache file)."""
     serial = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__ + "_serial", fn.__defaults__)
@@ -109,6 +85,4 @@ def _compile(fn):
 
 
 run_samples, run_samples_serial = _compile(run_samples)
-polish_rows, polish_rows_serial = _compile(polish_rows)
 run_samples_classes, run_samples_classes_serial = _compile(run_samples_classes)
-polish_rows_classes, polish_rows_classes_serial = _compile(polish_rows_classes)

@@ -8,7 +8,7 @@ import numpy as np
 from .._validation import COUNT_MAX, check_real_range, exact_int_sum
 from ..errors import InvalidOptionError, InvalidProblemError, InvalidProblemTypeError
 from ._estimators import EWMA, RobustLevel, SignalHold, SignalKalman
-from ._model import _float_array_iv, equal_finish, round_to_batch, step_time
+from ._model import _equal_finish as equal_finish, _float_array_iv, _step_time as step_time, round_to_batch  # unchecked kernels
 
 __all__ = ["LoadBalancer", "POLICIES", "PREDICTORS", "MAX_WORKERS", "MAX_SIGNALS"]
 

@@ -18,7 +18,7 @@ import heapq
 
 import numpy as np
 
-from .._validation import COUNT_MAX, exact_int_sum
+from .._validation import COUNT_MAX, check_real_range, exact_int_sum
 from ..errors import InvalidOptionError, InvalidProblemError, InvalidProblemTypeError, SolverError
 
 __all__ = [
@@ -29,7 +29,7 @@ __all__ = [
 ]
 
 
-def step_time(b, speed, knee=0.0, offset=0.0):
+def _step_time(b, speed, knee=0.0, offset=0.0):
     """Time of batch ``b`` under the piecewise-linear model.
 
     Parameters
@@ -122,7 +122,7 @@ def _fill_to(speed, offset, lo, hi, total):
     return b, T
 
 
-def equal_finish(speed, total, lo, hi, knee=0.0, offset=0.0):
+def _equal_finish(speed, total, lo, hi, knee=0.0, offset=0.0):
     """Continuous batch sizes that minimise the slowest worker's time.
 
     Parameters
@@ -155,7 +155,7 @@ def equal_finish(speed, total, lo, hi, knee=0.0, offset=0.0):
     knee = np.broadcast_to(np.asarray(knee, dtype=np.float64), speed.shape)
     offset = np.broadcast_to(np.asarray(offset, dtype=np.float64), speed.shape)
     b, _ = _fill_to(speed, offset, lo, hi, total)
-    T = float(np.max(step_time(b, speed, knee, offset)))
+    T = float(np.max(_step_time(b, speed, knee, offset)))
     return b, T
 
 
@@ -405,7 +405,7 @@ def largest_remainder(
     return round_to_batch(w, int(total), lo, hi)
 
 
-def optimal_integer_allocation(speed, total, lo, hi, knee=0.0, offset=0.0):
+def _optimal_integer_allocation(speed, total, lo, hi, knee=0.0, offset=0.0):
     """Exact min-max integer allocation under known time models (the oracle).
 
     Parameters
@@ -446,10 +446,10 @@ def optimal_integer_allocation(speed, total, lo, hi, knee=0.0, offset=0.0):
     left = int(total) - int(b.sum())
 
     def time_of(i, size):  # the same element-wise arithmetic as the vectorised step_time
-        return float(step_time(np.array([size]), speed[i:i + 1], knee[i:i + 1], offset[i:i + 1])[0])
+        return float(_step_time(np.array([size]), speed[i:i + 1], knee[i:i + 1], offset[i:i + 1])[0])
 
     if left > 0:  # one sample at a time to the earliest next finish (ties: lowest index)
-        nxt = step_time(b + 1, speed, knee, offset)
+        nxt = _step_time(b + 1, speed, knee, offset)
         heap = [(float(nxt[i]), int(i)) for i in np.flatnonzero(b < hi)]
         heapq.heapify(heap)
         while left > 0:
@@ -459,7 +459,7 @@ def optimal_integer_allocation(speed, total, lo, hi, knee=0.0, offset=0.0):
             if b[i] < hi[i]:
                 heapq.heappush(heap, (time_of(i, b[i] + 1), i))
     elif left < 0:  # surplus (flat regime): drop from the latest finisher above lo
-        cur = step_time(b, speed, knee, offset)
+        cur = _step_time(b, speed, knee, offset)
         heap = [(-float(cur[i]), int(i)) for i in np.flatnonzero(b > lo)]
         heapq.heapify(heap)
         while left < 0:
@@ -468,5 +468,139 @@ def optimal_integer_allocation(speed, total, lo, hi, knee=0.0, offset=0.0):
             left += 1
             if b[i] > lo[i]:
                 heapq.heappush(heap, (-time_of(i, b[i]), i))
-    T = float(np.max(step_time(b, speed, knee, offset)))
+    T = float(np.max(_step_time(b, speed, knee, offset)))
     return b, T
+
+
+# ------------------------------------------------------------------ public, validating wrappers
+def _total_iv(total):
+    if isinstance(total, (bool, np.bool_)) or not isinstance(total, (int, np.integer)) or not 0 <= total <= COUNT_MAX:
+        raise InvalidOptionError(
+            f"total must be an integer in [0, {COUNT_MAX}] (2**53, the supported range); got {total!r}."
+        )
+    return int(total)
+
+
+def _curve_iv(speed, knee, offset, positive=True):
+    """Validate a time model: speeds (n,) finite and > 0 (>= 0 unless ``positive``), knee/offset >= 0."""
+    v = _float_array_iv(speed, "speed", "samples/s")
+    if v.ndim != 1 or v.size == 0:
+        raise InvalidProblemError(f"speed must be a non-empty 1-D array, one per worker; got shape {v.shape}.")
+    bad = ~np.isfinite(v) | ((v <= 0) if positive else (v < 0))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InvalidProblemError(
+            f"speed must be finite and {'> 0' if positive else '>= 0'} samples/s; got {float(v[i])!r} at index {i}."
+        )
+    check_real_range("speed", v, error=InvalidProblemError, fix="Rescale the unit of time.")
+    out = [v]
+    for name, value in (("knee", knee), ("offset", offset)):
+        a = _float_array_iv(value, name, "samples", scalar_ok=True)
+        if a.ndim > 1 or (a.ndim == 1 and a.shape != v.shape):
+            raise InvalidProblemError(
+                f"{name} must be one number or one per worker, shape {v.shape}; got shape {a.shape}."
+            )
+        if (~np.isfinite(a) | (a < 0)).any():
+            raise InvalidProblemError(f"{name} must be finite and >= 0 samples; got {value!r:.80}.")
+        check_real_range(name, a, error=InvalidProblemError, fix="Give it in samples.")
+        out.append(np.broadcast_to(a, v.shape))
+    return out
+
+
+def step_time(b, speed, knee=0.0, offset=0.0):
+    """Time of batch ``b`` under the piecewise-linear model.
+
+    Parameters
+    ----------
+    b : array_like of float, shape (n,)
+        Batch sizes (samples), finite and >= 0.
+    speed : array_like of float, shape (n,)
+        Samples/s above the knee, finite and >= 0; a speed of 0 gives ``inf``.
+    knee, offset : float or array_like of float, shape (n,)
+        See the module docstring; finite and >= 0.
+
+    Returns
+    -------
+    ndarray of float64, shape (n,)
+
+    Raises
+    ------
+    InvalidProblemError, InvalidProblemTypeError
+        Wrong shapes, non-real, negative, non-finite or out-of-range entries.
+    """
+    v, k, o = _curve_iv(speed, knee, offset, positive=False)
+    bb = _float_array_iv(b, "b", "a batch size")
+    if bb.shape != v.shape:
+        raise InvalidProblemError(f"b must have one batch size per worker, shape {v.shape}; got shape {bb.shape}.")
+    if (~np.isfinite(bb) | (bb < 0)).any():
+        raise InvalidProblemError(f"b must hold finite batch sizes >= 0; got {b!r:.80}.")
+    check_real_range("b", bb, error=InvalidProblemError, fix="Give batch sizes in samples.")
+    return _step_time(bb, v, k, o)
+
+
+def equal_finish(speed, total, lo, hi, knee=0.0, offset=0.0):
+    """Continuous batch sizes that minimise the slowest worker's time.
+
+    Parameters
+    ----------
+    speed : array_like of float, shape (n,)
+        Samples/s above the knee (> 0, finite).
+    total : int
+        Global batch B, in [0, 2**53].
+    lo, hi : int or array_like, shape (n,)
+        Per-worker whole-number bounds with ``sum(lo) <= total <= sum(hi)``; ``hi`` may be inf.
+    knee, offset : float or array_like of float, shape (n,)
+
+    Returns
+    -------
+    b : ndarray of float64, shape (n,)
+        ``sum(b) == total`` up to rounding, ``lo <= b <= hi``.
+    T : float
+        The model's least iteration time ``max_i t_i(b_i)``.
+
+    Raises
+    ------
+    InvalidProblemError, InvalidProblemTypeError, InvalidOptionError
+        As :func:`largest_remainder` for ``total`` and the bounds; speeds
+        must be finite and > 0, knee and offset finite and >= 0.
+
+    Notes
+    -----
+    See :func:`_equal_finish` (the unchecked kernel the balancer calls).
+    """
+    v, k, o = _curve_iv(speed, knee, offset)
+    total = _total_iv(total)
+    _bounds_iv(v.size, total, lo, hi)
+    lo_f = np.array(np.broadcast_to(np.asarray(lo, dtype=np.float64), v.shape))
+    hi_f = np.array(np.broadcast_to(np.asarray(hi, dtype=np.float64), v.shape))
+    return _equal_finish(v, total, lo_f, hi_f, k, o)
+
+
+def optimal_integer_allocation(speed, total, lo, hi, knee=0.0, offset=0.0):
+    """Exact min-max integer allocation under known time models (the oracle).
+
+    Parameters
+    ----------
+    speed : array_like of float, shape (n,)
+        True samples/s above the knee, > 0 and finite.
+    total : int
+        In [0, 2**53].
+    lo, hi : int or array_like of int, shape (n,)
+        Whole-number bounds, ``sum(lo) <= total <= sum(hi)``; ``hi`` may be inf.
+    knee, offset : float or array_like of float, shape (n,)
+
+    Returns
+    -------
+    b : ndarray of int64, shape (n,)
+    T : float
+        ``max_i t_i(b_i)``, the least possible over integer allocations.
+
+    Raises
+    ------
+    InvalidProblemError, InvalidProblemTypeError, InvalidOptionError
+        As :func:`equal_finish`.
+    """
+    v, k, o = _curve_iv(speed, knee, offset)
+    total = _total_iv(total)
+    lo_f, hi_f = _bounds_iv(v.size, total, lo, hi)
+    return _optimal_integer_allocation(v, total, lo_f.astype(np.int64), hi_f.astype(np.int64), k, o)

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import InvalidOptionError, MissingDependencyError
 from ._balancer import MAX_WORKERS, POLICIES, LoadBalancer, _int_iv
-from ._model import optimal_integer_allocation, step_time
+from ._model import _optimal_integer_allocation as optimal_integer_allocation, _step_time as step_time  # unchecked kernels: inputs are the simulator's own
 
 __all__ = ["Scenario", "SimulationResult", "make_scenario", "simulate", "KINDS", "EVENTS"]
 

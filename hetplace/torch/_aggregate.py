@@ -53,6 +53,16 @@ def allreduce_gradients_(parameters, local_count, total_count, group=None, reduc
     w = _weight(local_count, total_count, reduction)
     if isinstance(parameters, torch.nn.Module):
         parameters = parameters.parameters()
+    elif isinstance(parameters, torch.Tensor):
+        parameters = [parameters]
+    if isinstance(parameters, (str, bytes)) or not hasattr(parameters, "__iter__"):
+        raise InvalidOptionError(
+            f"parameters must be a torch.nn.Module or an iterable of parameters (tensors); got {parameters!r}."
+        )
+    parameters = list(parameters)
+    bad = [p for p in parameters if not isinstance(p, torch.Tensor)]
+    if bad:
+        raise InvalidOptionError(f"parameters must hold tensors (torch.nn.Parameter); got {bad[0]!r}.")
     params = [p for p in parameters if p.requires_grad]
     if not params:
         return

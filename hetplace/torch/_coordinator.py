@@ -1,5 +1,6 @@
 """The barrier-side coordinator: gather timings, decide sizes on one rank, broadcast them."""
 
+import numbers
 import time
 from contextlib import contextmanager
 
@@ -7,6 +8,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from .._validation import is_real_scalar
 from ..balance import LoadBalancer
 from ..errors import InvalidOptionError, InvalidProblemError
 
@@ -59,6 +61,11 @@ class Coordinator:
         self.group = group
         self.world_size = dist.get_world_size(group)
         self.rank = dist.get_rank(group)
+        n_global = dist.get_world_size()
+        if isinstance(src, (bool, np.bool_)) or not isinstance(src, numbers.Integral) or not 0 <= src < n_global:
+            raise InvalidOptionError(  # a bad root rank failed inside the collective (RuntimeError) or hung
+                f"src must be the global rank that runs the balancer, an integer in [0, {n_global}); got {src!r}."
+            )
         self.src = int(src)
         self.balancer = LoadBalancer(global_batch, self.world_size, policy=policy, memory_caps=memory_caps,
                                      min_batch=min_batch, **options)
@@ -110,6 +117,13 @@ class Coordinator:
                 "compute_time is required: pass this rank's compute seconds or time the step with "
                 "`with coordinator.timer():`."
             )
+        if not is_real_scalar(compute_time):
+            raise InvalidProblemError(
+                f"compute_time must be a number of seconds (inf for no progress); got {compute_time!r}."
+            )
+        bad = next((k for k, v in signals.items() if not is_real_scalar(v)), None)
+        if bad is not None:
+            raise InvalidProblemError(f"signal {bad} must be one real number per rank; got {signals[bad]!r}.")
         names = tuple(sorted(signals))
         if self._signal_names is None:
             self._signal_names = names

@@ -94,8 +94,10 @@ class LBBSPBatchSampler(torch.utils.data.Sampler):
         self.iteration = 0
 
     def set_epoch(self, epoch):
-        """Use the permutation of ``epoch`` for the next pass."""
-        self.epoch = int(epoch)
+        """Use the permutation of ``epoch`` (an integer in [0, 2**64)) for the next pass."""
+        from ..balance._sampling import _count_iv
+
+        self.epoch = _count_iv(epoch, "epoch", 0, maximum=2**64 - 1)  # int(nan) raised ValueError
 
     def set_sizes(self, sizes):
         """Set the per-rank sizes (sum ``global_batch``) used from the next batch on."""

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from hetplace import HetplaceError
 from hetplace.balance import POLICIES, EpochPlan, LoadBalancer, largest_remainder, make_scenario, simulate
+import hetplace.balance as bl
 
 from hostile import EDGE_FLOATS, EDGE_INTS, FUZZ_SETTINGS, hostile_scalar, hostile_vector, mostly_ordinary
 
@@ -108,3 +109,37 @@ def test_simulate_is_valid_or_a_hetplace_error(policy, options, signals):
     assert r.max_over_cap == 0
     B = sc.global_batch
     assert (r.batch_sizes.sum(axis=1) == B).all() and (r.batch_sizes >= 1).all()
+
+
+# ------------------------------------------------------------------ the public time-model helpers (fuzz/campaign.py)
+@pytest.mark.parametrize("call", [
+    lambda: bl.equal_finish([1.0, 2.0, 3.0], 12, 1, 12),            # int bounds: AttributeError 'int'.astype
+    lambda: bl.optimal_integer_allocation([1.0, 2.0, 3.0], 12, 1, 12),
+    lambda: bl.step_time([4, 4, 4], [1.0, 2.0, 3.0]),                # a list of speeds: TypeError list > int
+])
+def test_time_model_helpers_accept_lists_and_scalar_bounds(call):
+    out = call()
+    assert np.isfinite(np.asarray(out[1] if isinstance(out, tuple) else out, dtype=float)).all()
+
+
+@pytest.mark.parametrize("speed", [[0.0, 2.0, 3.0], [math.nan, 2.0, 3.0], [math.inf, 2.0, 3.0], [-1.0, 2.0, 3.0],
+                                   [1e-300, 2.0, 3.0], [True, 2.0, 3.0], ["1", 2.0, 3.0], [[1.0, 2.0]], 1.0])
+def test_time_model_helpers_reject_bad_speeds(speed):
+    # NaN / inf results or numpy errors before; a speed 0 divided by zero in equal_finish
+    for call in (lambda: bl.equal_finish(speed, 12, 1, 12), lambda: bl.optimal_integer_allocation(speed, 12, 1, 12)):
+        with pytest.raises(HetplaceError, match="speed"):
+            call()
+
+
+@pytest.mark.parametrize("total", [True, -1, 1.5, 2**53 + 1, math.nan, None])
+def test_time_model_helpers_reject_bad_totals(total):
+    with pytest.raises(HetplaceError, match="total"):
+        bl.optimal_integer_allocation([1.0, 2.0, 3.0], total, 1, 12)
+    with pytest.raises(HetplaceError, match="total"):
+        bl.equal_finish([1.0, 2.0, 3.0], total, 1, 12)
+
+
+def test_time_model_helpers_keep_their_results():
+    b, T = bl.optimal_integer_allocation(np.array([1.0, 2.0, 3.0]), 12, np.ones(3, np.int64), np.full(3, 12, np.int64))
+    assert b.tolist() == [2, 4, 6] and T == 2.0
+    assert bl.step_time(np.array([4.0, 4.0]), np.array([2.0, 0.0])).tolist() == [2.0, math.inf]

@@ -1,0 +1,729 @@
+"""Local-search polish of a placement (docs/model.md §3.7, "beyond the paper"): one source, three backends.
+
+Best-improvement descent over two neighbourhoods:
+
+* move: one worker from its job (or idle) to another job (or idle);
+* swap: two workers of different jobs (or one of them idle) trade places.
+
+Workers that are interchangeable (same type, same job, uniform speeds) are
+represented by the lowest-indexed one, so on dedicated clusters a pass costs
+O((S G)^2) instead of O(K^2).  Each accepted step lowers the total JCT by more
+than ``1e-12`` of its value, so the descent terminates.
+
+This module is written once, in Cython's pure-Python mode, and compiled three
+ways (see :mod:`hetplace._core._source`): ``cythonize`` builds it at install
+(``backend="cython"``), :func:`hetplace._core._source.load` compiles every
+``@cython.cfunc`` with Numba (``backend="numba"``; functions that use
+``prange`` in parallel), and the same loader runs it as plain Python
+(``backend="python"``).  Every backend does the same floating-point operations
+in the same order, so placements agree bit for bit.
+
+Rules of the source (so that all three compilers accept it): kernels
+(``@cython.cfunc``) take typed arrays and scalars only, never allocate (work
+arrays come from the ``def`` entries, which allocate with NumPy), call no
+``cython.*`` function in their body, and declare every local with an
+annotation; ``prange`` options are dropped for Numba, which takes none.
+Private: inputs are trusted (validated by :mod:`hetplace.smp`).
+"""
+
+from __future__ import annotations
+
+import os
+
+import cython
+import numpy as np
+from cython.parallel import prange
+
+__all__ = [
+    "COMPILED", "job_cost", "assignment_total", "polish_kernel", "polish", "polish_rows",
+    "class_totals", "expand_counts", "counts_of", "polish_classes_kernel", "polish_classes", "polish_rows_classes",
+]
+
+#: True in the extension built by ``cythonize``; False when this source runs under Numba or as Python.
+COMPILED = cython.compiled
+
+#: A step must lower the total JCT by more than this fraction of it.
+REL_GAIN = cython.declare(cython.double, 1e-12)
+#: Cost of a step that is not possible.
+INF = cython.declare(cython.double, float("inf"))
+
+
+@cython.cfunc
+@cython.inline
+@cython.nogil
+@cython.exceptval(check=False)
+def job_cost(work: cython.const[cython.double][::1], comm: cython.const[cython.double][:, ::1],
+             i: cython.Py_ssize_t, X: cython.double, n: cython.longlong) -> cython.double:
+    """Total time of job ``i`` with aggregate throughput ``X`` on ``n`` workers."""
+    return work[i] / X + comm[i, n]
+
+
+@cython.cfunc
+@cython.nogil
+@cython.exceptval(check=False)
+def assignment_total(rho: cython.const[cython.double][:, ::1], work: cython.const[cython.double][::1],
+                     comm: cython.const[cython.double][:, ::1], worker_job: cython.longlong[::1],
+                     X: cython.double[::1], n: cython.longlong[::1]) -> cython.double:
+    """True total JCT of ``worker_job`` (every job holds a worker), summed in job order; ``X``, ``n``: (S,) work arrays."""
+    S: cython.Py_ssize_t = rho.shape[0]
+    i: cython.Py_ssize_t
+    k: cython.Py_ssize_t
+    total: cython.double = 0.0
+    for i in range(S):
+        X[i] = 0.0
+        n[i] = 0
+    for k in range(worker_job.shape[0]):
+        i = worker_job[k]
+        if i >= 0:
+            X[i] += rho[i, k]
+            n[i] += 1
+    for i in range(S):
+        total += work[i] / X[i] + comm[i, n[i]]
+    return total
+
+
+@cython.cfunc
+@cython.inline
+@cython.nogil
+@cython.exceptval(check=False)
+def _recompute(rho: cython.const[cython.double][:, ::1], worker_job: cython.longlong[::1],
+               X: cython.double[::1], n: cython.longlong[::1], i: cython.Py_ssize_t) -> cython.void:
+    s: cython.double = 0.0
+    c: cython.longlong = 0
+    k: cython.Py_ssize_t
+    for k in range(worker_job.shape[0]):
+        if worker_job[k] == i:
+            s += rho[i, k]
+            c += 1
+    X[i] = s
+    n[i] = c
+
+
+@cython.cfunc
+@cython.inline
+@cython.nogil
+@cython.exceptval(check=False)
+def _mark_reps(worker_job: cython.longlong[::1], worker_type: cython.const[cython.longlong][::1],
+               uniform: cython.bint, n_types: cython.Py_ssize_t, rep: cython.uchar[::1],
+               seen: cython.uchar[::1]) -> cython.void:
+    """``rep[k] = 1`` if worker k is the first of its (job, type) class (every worker when not ``uniform``)."""
+    K: cython.Py_ssize_t = worker_job.shape[0]
+    k: cython.Py_ssize_t
+    t: cython.Py_ssize_t
+    key: cython.longlong
+    if not uniform:
+        for k in range(K):
+            rep[k] = 1
+        return
+    for t in range(seen.shape[0]):
+        seen[t] = 0
+    for k in range(K):
+        key = (worker_job[k] + 1) * n_types + worker_type[k]
+        if seen[key] == 0:
+            seen[key] = 1
+            rep[k] = 1
+        else:
+            rep[k] = 0
+
+
+@cython.cfunc
+@cython.nogil
+@cython.exceptval(check=False)
+def polish_kernel(rho: cython.const[cython.double][:, ::1], work: cython.const[cython.double][::1],
+                  comm: cython.const[cython.double][:, ::1], worker_type: cython.const[cython.longlong][::1],
+                  uniform: cython.bint, worker_job: cython.longlong[::1], max_steps: cython.longlong,
+                  X: cython.double[::1], n: cython.longlong[::1], rep: cython.uchar[::1],
+                  seen: cython.uchar[::1]) -> cython.longlong:
+    """Improve ``worker_job`` in place; return the number of steps taken.
+
+    Parameters
+    ----------
+    rho : float64 (S, K)      worker throughput per job
+    work : float64 (S,)       iterations * batch
+    comm : float64 (S, K+1)   total communication time by job size
+    worker_type : int64 (K,)  types 0..G-1
+    uniform : bool            all speeds equal (enables class representatives)
+    worker_job : int64 (K,)   feasible placement, modified in place
+    max_steps : int64         cap on accepted steps
+    X, n : float64, int64 (S,)         work arrays
+    rep, seen : uint8 (K,), ((S+1) G,)  work arrays
+    """
+    S: cython.Py_ssize_t = rho.shape[0]
+    K: cython.Py_ssize_t = rho.shape[1]
+    G: cython.Py_ssize_t = 0
+    i: cython.Py_ssize_t
+    k: cython.Py_ssize_t
+    l: cython.Py_ssize_t
+    bk: cython.Py_ssize_t
+    bl: cython.Py_ssize_t
+    a: cython.longlong
+    b: cython.longlong
+    bb: cython.longlong
+    kind: cython.int
+    steps: cython.longlong = 0
+    total: cython.double
+    best: cython.double
+    d: cython.double
+    da: cython.double
+    for k in range(K):
+        if worker_type[k] + 1 > G:
+            G = worker_type[k] + 1
+    for i in range(S):
+        _recompute(rho, worker_job, X, n, i)
+    while steps < max_steps:
+        total = 0.0
+        for i in range(S):
+            total += job_cost(work, comm, i, X[i], n[i])
+        best = -REL_GAIN * total
+        kind = 0
+        bk = -1
+        bl = -1
+        bb = -1
+        _mark_reps(worker_job, worker_type, uniform, G, rep, seen)
+        # moves: worker k from job a (or idle) to job b (or idle)
+        for k in range(K):
+            if rep[k] == 0:
+                continue
+            a = worker_job[k]
+            da = 0.0
+            if a >= 0:
+                if n[a] == 1:
+                    continue
+                da = job_cost(work, comm, a, X[a] - rho[a, k], n[a] - 1) - job_cost(work, comm, a, X[a], n[a])
+            for b in range(-1, S):
+                if b == a:
+                    continue
+                d = da
+                if b >= 0:
+                    if rho[b, k] <= 0.0:
+                        continue
+                    d += job_cost(work, comm, b, X[b] + rho[b, k], n[b] + 1) - job_cost(work, comm, b, X[b], n[b])
+                elif a < 0:
+                    continue
+                if d < best:
+                    best = d
+                    kind = 1
+                    bk = k
+                    bb = b
+        # swaps: workers k and l of different jobs trade places (one may be idle)
+        for k in range(K):
+            if rep[k] == 0:
+                continue
+            a = worker_job[k]
+            for l in range(k + 1, K):
+                if rep[l] == 0:
+                    continue
+                b = worker_job[l]
+                if a == b:
+                    continue
+                d = 0.0
+                if a >= 0:
+                    if rho[a, l] <= 0.0:
+                        continue
+                    d += job_cost(work, comm, a, X[a] - rho[a, k] + rho[a, l], n[a]) - job_cost(work, comm, a, X[a], n[a])
+                if b >= 0:
+                    if rho[b, k] <= 0.0:
+                        continue
+                    d += job_cost(work, comm, b, X[b] - rho[b, l] + rho[b, k], n[b]) - job_cost(work, comm, b, X[b], n[b])
+                if d < best:
+                    best = d
+                    kind = 2
+                    bk = k
+                    bl = l
+        if kind == 0:
+            break
+        if kind == 1:
+            a = worker_job[bk]
+            worker_job[bk] = bb
+            if a >= 0:
+                _recompute(rho, worker_job, X, n, a)
+            if bb >= 0:
+                _recompute(rho, worker_job, X, n, bb)
+        else:
+            a = worker_job[bk]
+            b = worker_job[bl]
+            worker_job[bk] = b
+            worker_job[bl] = a
+            if a >= 0:
+                _recompute(rho, worker_job, X, n, a)
+            if b >= 0:
+                _recompute(rho, worker_job, X, n, b)
+        steps += 1
+    return steps
+
+
+@cython.cfunc
+@cython.exceptval(check=False)
+def _polish_rows_kernel(rho: cython.const[cython.double][:, ::1], work: cython.const[cython.double][::1],
+                        comm: cython.const[cython.double][:, ::1], worker_type: cython.const[cython.longlong][::1],
+                        uniform: cython.bint, rows: cython.const[cython.longlong][::1], max_steps: cython.longlong,
+                        out_wj: cython.longlong[:, ::1], out_total: cython.double[::1],
+                        out_stats: cython.longlong[:, ::1], X: cython.double[:, ::1], n: cython.longlong[:, ::1],
+                        rep: cython.uchar[:, ::1], seen: cython.uchar[:, ::1], threads: cython.int) -> cython.void:
+    j: cython.Py_ssize_t
+    s: cython.Py_ssize_t
+    for j in prange(rows.shape[0], nogil=True, num_threads=threads, schedule="dynamic"):
+        s = rows[j]
+        out_stats[s, 2] = polish_kernel(rho, work, comm, worker_type, uniform, out_wj[s], max_steps,
+                                        X[j], n[j], rep[j], seen[j])
+        out_total[s] = assignment_total(rho, work, comm, out_wj[s], X[j], n[j])
+
+
+def _workspace(R, S, K, worker_type):
+    """Work arrays of :func:`polish_kernel` for ``R`` concurrent rows: X, n (R, S); rep (R, K); seen (R, (S+1) G)."""
+    G = int(np.max(worker_type)) + 1 if K > 0 else 0
+    return (np.zeros((R, S)), np.zeros((R, S), dtype=np.int64), np.zeros((R, K), dtype=np.uint8),
+            np.zeros((R, (S + 1) * G), dtype=np.uint8))
+
+
+def polish(rho: cython.const[cython.double][:, ::1], work: cython.const[cython.double][::1],
+           comm: cython.const[cython.double][:, ::1], worker_type: cython.const[cython.longlong][::1], speed,
+           uniform: cython.bint, worker_job: cython.longlong[::1], max_steps: cython.longlong):
+    """Improve ``worker_job`` (int64 (K,)) in place by :func:`polish_kernel`; return the steps taken.
+
+    ``speed`` is accepted for the common signature of the polish entries and
+    not used (``uniform`` says whether workers of a type are interchangeable).
+    """
+    X: cython.double[::1]
+    n: cython.longlong[::1]
+    rep: cython.uchar[::1]
+    seen: cython.uchar[::1]
+    steps: cython.longlong
+    ws = _workspace(1, rho.shape[0], rho.shape[1], worker_type)
+    X, n, rep, seen = ws[0][0], ws[1][0], ws[2][0], ws[3][0]
+    with cython.nogil:
+        steps = polish_kernel(rho, work, comm, worker_type, uniform, worker_job, max_steps, X, n, rep, seen)
+    return steps
+
+
+def polish_rows(rho, work, comm, worker_type, speed, uniform, rows, max_steps, out_wj, out_total, out_stats,
+                threads=0):
+    """Polish the assignments ``out_wj[rows[j]]`` in place, in parallel over ``j``; update totals and steps.
+
+    Parameters
+    ----------
+    rho, work, comm, worker_type, speed, uniform, max_steps
+        As :func:`polish` (``speed`` unused).
+    rows : int64 (R,)           distinct rows of ``out_wj`` to polish
+    out_wj : int64 (N, K)       assignments, modified in place
+    out_total : float64 (N,)    ``out_total[rows[j]]`` set to the polished true total JCT
+    out_stats : int64 (N, 3)    ``out_stats[rows[j], 2]`` set to the steps taken
+    threads : int               Cython's OpenMP threads (<= 0: one per core); Numba's are
+                                set by the caller (``numba.set_num_threads``)
+    """
+    S, K = rho.shape
+    X, n, rep, seen = _workspace(rows.shape[0], S, K, worker_type)
+    nt = threads if threads > 0 else (os.cpu_count() or 1)
+    _polish_rows_kernel(rho, work, comm, worker_type, uniform, rows, max_steps, out_wj, out_total, out_stats,
+                        X, n, rep, seen, nt)
+
+
+# ------------------------------------------------------------------ worker classes
+# The same descent on the count matrix cnt[i, c] (workers of class c on job i; see
+# hetplace.smp.worker_classes).  Index S stands for "idle" (cost 0, any class, never
+# emptied).  The best move of class c and the best swap of a class pair (c, e) are
+# found in O(S) each from the two best partners, so a step costs O(S C^2).
+
+
+@cython.cfunc
+@cython.nogil
+@cython.exceptval(check=False)
+def class_totals(rhoC: cython.const[cython.double][:, ::1], work: cython.const[cython.double][::1],
+                 comm: cython.const[cython.double][:, ::1], cnt: cython.longlong[:, ::1],
+                 X: cython.double[::1], n: cython.longlong[::1]) -> cython.double:
+    """Set ``X[i]``, ``n[i]`` from the counts; return the true total JCT (inf if a job is empty).
+
+    ``X[i] = sum_c cnt[i, c] * rhoC[i, c]`` summed in class order.
+    """
+    S: cython.Py_ssize_t = rhoC.shape[0]
+    i: cython.Py_ssize_t
+    total: cython.double = 0.0
+    for i in range(S):
+        _refresh(rhoC, cnt, X, n, i)
+    for i in range(S):
+        if n[i] == 0:
+            return INF
+        total += work[i] / X[i] + comm[i, n[i]]
+    return total
+
+
+@cython.cfunc
+@cython.nogil
+@cython.exceptval(check=False)
+def expand_counts(cnt: cython.longlong[:, ::1], members: cython.const[cython.longlong][::1],
+                  cls_start: cython.const[cython.longlong][::1], worker_job: cython.longlong[::1]) -> cython.void:
+    """Workers of each class (``members[cls_start[c]:cls_start[c+1]]``, ascending) to jobs 0, 1, ..., rest idle."""
+    S: cython.Py_ssize_t = cnt.shape[0]
+    C: cython.Py_ssize_t = cnt.shape[1]
+    c: cython.Py_ssize_t
+    i: cython.Py_ssize_t
+    p: cython.Py_ssize_t
+    t: cython.longlong
+    for c in range(C):
+        p = cls_start[c]
+        for i in range(S):
+            for t in range(cnt[i, c]):
+                worker_job[members[p]] = i
+                p += 1
+        while p < cls_start[c + 1]:
+            worker_job[members[p]] = -1
+            p += 1
+
+
+@cython.cfunc
+@cython.nogil
+@cython.exceptval(check=False)
+def counts_of(worker_job: cython.longlong[::1], class_of: cython.const[cython.longlong][::1],
+              cnt: cython.longlong[:, ::1]) -> cython.void:
+    """``cnt[i, c]`` = workers of class c placed on job i."""
+    i: cython.Py_ssize_t
+    c: cython.Py_ssize_t
+    k: cython.Py_ssize_t
+    for i in range(cnt.shape[0]):
+        for c in range(cnt.shape[1]):
+            cnt[i, c] = 0
+    for k in range(worker_job.shape[0]):
+        i = worker_job[k]
+        if i >= 0:
+            cnt[i, class_of[k]] += 1
+
+
+@cython.cfunc
+@cython.inline
+@cython.nogil
+@cython.exceptval(check=False)
+def _refresh(rhoC: cython.const[cython.double][:, ::1], cnt: cython.longlong[:, ::1], X: cython.double[::1],
+             n: cython.longlong[::1], i: cython.Py_ssize_t) -> cython.void:
+    s: cython.double = 0.0
+    m: cython.longlong = 0
+    c: cython.Py_ssize_t
+    for c in range(rhoC.shape[1]):
+        if cnt[i, c] > 0:
+            s += cnt[i, c] * rhoC[i, c]
+            m += cnt[i, c]
+    X[i] = s
+    n[i] = m
+
+
+@cython.cfunc
+@cython.inline
+@cython.nogil
+@cython.exceptval(check=False)
+def _push2(v: cython.double, j: cython.Py_ssize_t, v1: cython.double, j1: cython.Py_ssize_t, v2: cython.double,
+           j2: cython.Py_ssize_t) -> tuple[cython.double, cython.Py_ssize_t, cython.double, cython.Py_ssize_t]:
+    """Insert candidate (v, j) into the two smallest (v1, j1) <= (v2, j2); strict ``<``."""
+    if v < v1:
+        return v, j, v1, j1
+    if v < v2:
+        return v1, j1, v, j
+    return v1, j1, v2, j2
+
+
+@cython.cfunc
+@cython.inline
+@cython.nogil
+@cython.exceptval(check=False)
+def _partner(a: cython.Py_ssize_t, v1: cython.double, j1: cython.Py_ssize_t, v2: cython.double,
+             j2: cython.Py_ssize_t) -> tuple[cython.double, cython.Py_ssize_t]:
+    """Best of the two smallest entries whose index is not ``a`` (index -1: none)."""
+    if j1 != a:
+        return v1, j1
+    return v2, j2
+
+
+@cython.cfunc
+@cython.nogil
+@cython.exceptval(check=False)
+def _step_gain(rhoC: cython.const[cython.double][:, ::1], work: cython.const[cython.double][::1],
+               comm: cython.const[cython.double][:, ::1], cnt: cython.longlong[:, ::1], idle: cython.longlong[::1],
+               X: cython.double[::1], n: cython.longlong[::1], kind: cython.int, c: cython.Py_ssize_t,
+               e: cython.Py_ssize_t, a: cython.Py_ssize_t, b: cython.Py_ssize_t) -> cython.double:
+    """Cost change of repeating the step just taken (``inf``: no longer possible).
+
+    kind 1: a class-c worker from a to b; kind 2: a gives c and takes e, b the
+    opposite.  Index S is the idle pool.
+    """
+    S: cython.Py_ssize_t = rhoC.shape[0]
+    K: cython.Py_ssize_t = comm.shape[1] - 1
+    g: cython.double = 0.0
+    if kind == 1:
+        if a < S:
+            if cnt[a, c] == 0 or n[a] == 1:
+                return INF
+            g += job_cost(work, comm, a, X[a] - rhoC[a, c], n[a] - 1) - job_cost(work, comm, a, X[a], n[a])
+        elif idle[c] == 0:
+            return INF
+        if b < S:
+            if n[b] >= K:
+                return INF
+            g += job_cost(work, comm, b, X[b] + rhoC[b, c], n[b] + 1) - job_cost(work, comm, b, X[b], n[b])
+        return g
+    if a < S:
+        if cnt[a, c] == 0:
+            return INF
+        g += job_cost(work, comm, a, X[a] - rhoC[a, c] + rhoC[a, e], n[a]) - job_cost(work, comm, a, X[a], n[a])
+    elif idle[c] == 0:
+        return INF
+    if b < S:
+        if cnt[b, e] == 0:
+            return INF
+        g += job_cost(work, comm, b, X[b] - rhoC[b, e] + rhoC[b, c], n[b]) - job_cost(work, comm, b, X[b], n[b])
+    elif idle[e] == 0:
+        return INF
+    return g
+
+
+@cython.cfunc
+@cython.nogil
+@cython.exceptval(check=False)
+def polish_classes_kernel(rhoC: cython.const[cython.double][:, ::1], work: cython.const[cython.double][::1],
+                          comm: cython.const[cython.double][:, ::1], mc: cython.const[cython.longlong][::1],
+                          cnt: cython.longlong[:, ::1], max_steps: cython.longlong, X: cython.double[::1],
+                          n: cython.longlong[::1], idle: cython.longlong[::1]) -> cython.longlong:
+    """Improve the counts ``cnt`` (S, C) in place by move/swap descent; return the steps taken.
+
+    Parameters
+    ----------
+    rhoC : float64 (S, C)     throughput of one worker of class c for job i (0: not allowed)
+    work : float64 (S,)
+    comm : float64 (S, K+1)
+    mc : int64 (C,)           workers per class; ``mc[c] - sum_i cnt[i, c]`` are idle
+    cnt : int64 (S, C)        feasible counts (every job >= 1 worker), modified in place
+    max_steps : int64         cap on accepted steps
+    X, n : float64, int64 (S,); idle : int64 (C,)   work arrays
+
+    Notes
+    -----
+    Each step takes the best of:
+
+    * move a class-c worker from a (job with >= 2 workers, or idle) to b != a:
+      ``rem[a] + add[b]``;
+    * swap: a gives a class-c worker and takes a class-e one (c < e), b does
+      the opposite, a != b: ``g[a] + h[b]``;
+
+    where the best partner of every a is the best b != a, read off the two
+    smallest entries.  A step is taken only if it lowers the total by more
+    than ``1e-12`` of it, so the descent terminates.  Ties: first found in
+    the order classes, then a (and b by strict ``<``) ascending; moves before
+    swaps.  A step taken is repeated (same classes, same jobs) while it still
+    lowers the total by that margin, each repetition counting as a step: one
+    class-level step moves a single worker, and at K = 4096 a full re-scan per
+    worker was most of the decision time (``_step_gain``).
+    """
+    S: cython.Py_ssize_t = rhoC.shape[0]
+    C: cython.Py_ssize_t = rhoC.shape[1]
+    K: cython.Py_ssize_t = comm.shape[1] - 1
+    i: cython.Py_ssize_t
+    c: cython.Py_ssize_t
+    e: cython.Py_ssize_t
+    a: cython.Py_ssize_t
+    b: cython.Py_ssize_t
+    t: cython.Py_ssize_t
+    j1: cython.Py_ssize_t
+    j2: cython.Py_ssize_t
+    ba: cython.Py_ssize_t
+    bb: cython.Py_ssize_t
+    bc: cython.Py_ssize_t
+    bd: cython.Py_ssize_t
+    kind: cython.int
+    u: cython.longlong
+    steps: cython.longlong = 0
+    total: cython.double
+    best: cython.double
+    v: cython.double
+    v1: cython.double
+    v2: cython.double
+    x: cython.double
+    r: cython.double
+    d: cython.double
+    g: cython.double
+    for i in range(S):
+        _refresh(rhoC, cnt, X, n, i)
+    for c in range(C):
+        u = mc[c]
+        for i in range(S):
+            u -= cnt[i, c]
+        idle[c] = u
+    while steps < max_steps:
+        total = 0.0
+        for i in range(S):
+            total += job_cost(work, comm, i, X[i], n[i])
+        best = -REL_GAIN * total
+        kind = 0
+        bc = -1
+        bd = -1
+        ba = -1
+        bb = -1
+        # moves of one class-c worker from a to b
+        for c in range(C):
+            v1 = INF
+            j1 = -1
+            v2 = INF
+            j2 = -1
+            for b in range(S + 1):
+                if b < S:
+                    x = rhoC[b, c]
+                    if x <= 0.0 or n[b] >= K:  # K: every worker already on b
+                        continue
+                    v = job_cost(work, comm, b, X[b] + x, n[b] + 1) - job_cost(work, comm, b, X[b], n[b])
+                else:
+                    v = 0.0
+                v1, j1, v2, j2 = _push2(v, b, v1, j1, v2, j2)
+            for a in range(S + 1):
+                if a < S:
+                    if cnt[a, c] == 0 or n[a] == 1:
+                        continue
+                    r = job_cost(work, comm, a, X[a] - rhoC[a, c], n[a] - 1) - job_cost(work, comm, a, X[a], n[a])
+                else:
+                    if idle[c] == 0:
+                        continue
+                    r = 0.0
+                v, t = _partner(a, v1, j1, v2, j2)
+                if t < 0:
+                    continue
+                d = r + v
+                if d < best:
+                    best = d
+                    kind = 1
+                    bc = c
+                    ba = a
+                    bb = t
+        # swaps: a gives c takes e, b gives e takes c
+        # (the trade's cost change is written out in both loops: as a helper taking the
+        # arrays it made the Numba kernel 13x slower at K=16384, S=1024)
+        for c in range(C):
+            for e in range(c + 1, C):
+                v1 = INF
+                j1 = -1
+                v2 = INF
+                j2 = -1
+                for b in range(S + 1):
+                    if b < S:
+                        if cnt[b, e] == 0:
+                            continue
+                        x = rhoC[b, c]
+                        if x <= 0.0:
+                            continue
+                        v = job_cost(work, comm, b, X[b] - rhoC[b, e] + x, n[b]) - job_cost(work, comm, b, X[b], n[b])
+                    else:
+                        if idle[e] == 0:
+                            continue
+                        v = 0.0
+                    v1, j1, v2, j2 = _push2(v, b, v1, j1, v2, j2)
+                if j1 < 0:
+                    continue
+                for a in range(S + 1):
+                    if a < S:
+                        if cnt[a, c] == 0:
+                            continue
+                        x = rhoC[a, e]
+                        if x <= 0.0:
+                            continue
+                        g = job_cost(work, comm, a, X[a] - rhoC[a, c] + x, n[a]) - job_cost(work, comm, a, X[a], n[a])
+                    else:
+                        if idle[c] == 0:
+                            continue
+                        g = 0.0
+                    v, t = _partner(a, v1, j1, v2, j2)
+                    if t < 0:
+                        continue
+                    d = g + v
+                    if d < best:
+                        best = d
+                        kind = 2
+                        bc = c
+                        bd = e
+                        ba = a
+                        bb = t
+        if kind == 0:
+            break
+        # take the step, then repeat it while it still lowers the total by the same
+        # margin (one class-level step moves one worker; this saves the re-scans)
+        while True:
+            if kind == 1:
+                if ba < S:
+                    cnt[ba, bc] -= 1
+                    _refresh(rhoC, cnt, X, n, ba)
+                else:
+                    idle[bc] -= 1
+                if bb < S:
+                    cnt[bb, bc] += 1
+                    _refresh(rhoC, cnt, X, n, bb)
+                else:
+                    idle[bc] += 1
+            else:
+                if ba < S:
+                    cnt[ba, bc] -= 1
+                    cnt[ba, bd] += 1
+                    _refresh(rhoC, cnt, X, n, ba)
+                else:
+                    idle[bc] -= 1
+                    idle[bd] += 1
+                if bb < S:
+                    cnt[bb, bd] -= 1
+                    cnt[bb, bc] += 1
+                    _refresh(rhoC, cnt, X, n, bb)
+                else:
+                    idle[bd] -= 1
+                    idle[bc] += 1
+            steps += 1
+            if steps >= max_steps:
+                break
+            total = 0.0
+            for i in range(S):
+                total += job_cost(work, comm, i, X[i], n[i])
+            if not _step_gain(rhoC, work, comm, cnt, idle, X, n, kind, bc, bd, ba, bb) < -REL_GAIN * total:
+                break
+    return steps
+
+
+@cython.cfunc
+@cython.exceptval(check=False)
+def _polish_rows_classes_kernel(rhoC: cython.const[cython.double][:, ::1], work: cython.const[cython.double][::1],
+                                comm: cython.const[cython.double][:, ::1], mc: cython.const[cython.longlong][::1],
+                                class_of: cython.const[cython.longlong][::1],
+                                members: cython.const[cython.longlong][::1],
+                                cls_start: cython.const[cython.longlong][::1], rows: cython.const[cython.longlong][::1],
+                                max_steps: cython.longlong, out_wj: cython.longlong[:, ::1],
+                                out_total: cython.double[::1], out_stats: cython.longlong[:, ::1],
+                                cnt: cython.longlong[:, :, ::1], X: cython.double[:, ::1], n: cython.longlong[:, ::1],
+                                idle: cython.longlong[:, ::1], threads: cython.int) -> cython.void:
+    j: cython.Py_ssize_t
+    s: cython.Py_ssize_t
+    for j in prange(rows.shape[0], nogil=True, num_threads=threads, schedule="dynamic"):
+        s = rows[j]
+        counts_of(out_wj[s], class_of, cnt[j])
+        out_stats[s, 2] = polish_classes_kernel(rhoC, work, comm, mc, cnt[j], max_steps, X[j], n[j], idle[j])
+        expand_counts(cnt[j], members, cls_start, out_wj[s])
+        out_total[s] = class_totals(rhoC, work, comm, cnt[j], X[j], n[j])
+
+
+def polish_classes(rhoC: cython.const[cython.double][:, ::1], work: cython.const[cython.double][::1],
+                   comm: cython.const[cython.double][:, ::1], mc: cython.const[cython.longlong][::1],
+                   cnt: cython.longlong[:, ::1], max_steps: cython.longlong):
+    """Improve the class counts ``cnt`` (int64 (S, C)) in place by :func:`polish_classes_kernel`; return the steps taken."""
+    X: cython.double[::1] = np.zeros(rhoC.shape[0])
+    n: cython.longlong[::1] = np.zeros(rhoC.shape[0], dtype=np.int64)
+    idle: cython.longlong[::1] = np.zeros(rhoC.shape[1], dtype=np.int64)
+    steps: cython.longlong
+    with cython.nogil:
+        steps = polish_classes_kernel(rhoC, work, comm, mc, cnt, max_steps, X, n, idle)
+    return steps
+
+
+def polish_rows_classes(rhoC, work, comm, mc, class_of, members, cls_start, rows, max_steps, out_wj, out_total,
+                        out_stats, threads=0):
+    """Polish ``out_wj[rows[j]]`` on class counts, in place and in parallel over ``j``.
+
+    Each row is counted per class (``class_of``), polished by
+    :func:`polish_classes_kernel`, expanded back to workers (``members``,
+    ``cls_start``: see :func:`hetplace.smp.worker_classes`) and scored;
+    ``out_total``, ``out_stats`` and ``threads`` as in :func:`polish_rows`.
+    """
+    R = rows.shape[0]
+    S, C = rhoC.shape
+    cnt = np.zeros((R, S, C), dtype=np.int64)
+    X, n, idle = np.zeros((R, S)), np.zeros((R, S), dtype=np.int64), np.zeros((R, C), dtype=np.int64)
+    nt = threads if threads > 0 else (os.cpu_count() or 1)
+    _polish_rows_classes_kernel(rhoC, work, comm, mc, class_of, members, cls_start, rows, max_steps, out_wj,
+                                out_total, out_stats, cnt, X, n, idle, nt)

@@ -1,0 +1,96 @@
+"""The backend registry: the same set of kernels for every backend, in one place.
+
+``kernels(backend)`` returns a namespace with the same names for each of
+:data:`BACKENDS`; the public modules call kernels through it instead of
+importing a module per backend.  A single-source kernel module (see
+:mod:`hetplace._core._source`) appears as the extension ``cythonize`` built
+(``"cython"``), compiled by Numba (``"numba"``) or as plain Python
+(``"python"``).
+
+``"cython"`` is available only when every extension it needs imports *and* is
+compiled: when a build failed, Python silently imports a single-source
+module's ``.py`` instead of the missing extension, which :func:`unavailable`
+detects from its ``COMPILED`` flag, so ``"cython"`` never quietly means plain
+Python.  :func:`kernels` raises :class:`~hetplace.errors.InvalidOptionError`
+with :func:`~hetplace._core.missing_compiled_message` for a backend that is
+not available -- the one error and message for that case.
+"""
+
+import importlib
+import types
+
+__all__ = ["BACKENDS", "KERNEL_NAMES", "kernels", "unavailable"]
+
+#: Every backend, in the order "auto" tries them.
+BACKENDS = ("cython", "numba", "python")
+
+#: Single-source modules, and the kernels each gives every backend.
+_SINGLE_SOURCE = {
+    "_polish": ("polish", "polish_rows", "polish_classes", "polish_rows_classes"),
+}
+#: Cython-only extensions the compiled backend also needs (their kernels are not registered yet).
+_CYTHON_EXTRAS = ("_smp",)
+
+#: The names every ``kernels(backend)`` namespace has.
+KERNEL_NAMES = tuple(k for names in _SINGLE_SOURCE.values() for k in names)
+
+_cache = {}
+
+
+def _cython_module(name):
+    module = importlib.import_module(f"{__package__}.{name}")
+    if name in _SINGLE_SOURCE and not getattr(module, "COMPILED", False):
+        raise ImportError(f"{module.__file__} was imported as plain Python: its extension is not built")
+    return module
+
+
+def unavailable(backend):
+    """Why ``backend`` cannot run here: ``(module name, ImportError)``, or None when it can.
+
+    Only ``"cython"`` can be unavailable (its extensions are built at install).
+    """
+    if backend != "cython":
+        return None
+    for name in _CYTHON_EXTRAS + tuple(_SINGLE_SOURCE):
+        try:
+            _cython_module(name)
+        except ImportError as exc:
+            return name, exc
+    return None
+
+
+def kernels(backend):
+    """The kernels of ``backend``, one of :data:`BACKENDS` (already validated by the caller).
+
+    Returns
+    -------
+    types.SimpleNamespace
+        ``backend`` plus every name of :data:`KERNEL_NAMES`, with the same
+        signatures on every backend.
+
+    Raises
+    ------
+    InvalidOptionError
+        ``backend`` is ``"cython"`` and its extensions are not built (or a
+        build failed and left plain Python in their place).
+    """
+    missing = unavailable(backend)  # every time (a few dict look-ups): an extension can go missing
+    if missing is not None:
+        from ..errors import InvalidOptionError
+        from . import missing_compiled_message
+
+        raise InvalidOptionError(missing_compiled_message(missing[0], missing[1], what=f"backend={backend!r}"))
+    if backend in _cache:
+        return _cache[backend]
+    if backend == "cython":
+        modules = {name: _cython_module(name) for name in _SINGLE_SOURCE}
+    else:
+        from ._source import load
+
+        modules = {name: load(name, backend) for name in _SINGLE_SOURCE}
+    table = types.SimpleNamespace(backend=backend)
+    for name, names in _SINGLE_SOURCE.items():
+        for k in names:
+            setattr(table, k, getattr(modules[name], k))
+    _cache[backend] = table
+    return table

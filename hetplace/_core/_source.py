@@ -1,0 +1,201 @@
+"""Compile a single-source kernel module for the Numba and plain-Python backends.
+
+A single-source module (e.g. ``_polish.py``) is written in Cython's pure-Python
+mode.  ``cythonize`` compiles it at install into the extension of the same
+name (``backend="cython"``).  :func:`load` runs the same file two more ways:
+
+``"python"``
+    executed as plain Python in a private module;
+``"numba"``
+    the same, then every function decorated ``@cython.cfunc`` or
+    ``@cython.ccall`` is replaced by ``numba.njit(**JIT)`` of itself
+    (``parallel=True`` when its body calls ``prange``; ``inline="always"``
+    when it is ``@cython.inline``: inlined in Numba's IR, which made the class
+    polish 25 % faster than calls to it), so calls between kernels resolve to
+    the compiled ones.  Numba's ``prange`` takes no
+    options, so ``prange(n, nogil=True, ...)`` is compiled as ``prange(n)``.
+
+In both, ``import cython`` and ``from cython.parallel import prange`` are
+served by :data:`_SHIM`, a stand-in of the few names a kernel source may use
+(decorators and ``with cython.nogil`` do nothing, ``cython.declare(type,
+value)`` is ``value``, ``cython.compiled`` is False): Cython is needed to
+build hetplace, not to run it.  Annotations are not evaluated (the sources
+use ``from __future__ import annotations``).
+
+Numba's on-disk cache keys on the source file, which is the real ``.py``; the
+compiled namespace is registered as ``hetplace._core.<name>_numba`` because
+Numba re-imports a function's module by name when it loads a cached kernel.
+"""
+
+import ast
+import builtins
+import os
+import sys
+import types
+
+__all__ = ["load"]
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_KERNEL_DECORATORS = ("cfunc", "ccall")
+
+
+class _NoOp:
+    """A decorator (with or without arguments) and a context manager that does nothing."""
+
+    def __call__(self, *args, **kwargs):
+        if len(args) == 1 and not kwargs and callable(args[0]):
+            return args[0]
+        return self
+
+    def __getitem__(self, item):
+        return self
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _prange(*args, **options):
+    """``prange`` of the plain-Python run: a ``range`` (options ignored)."""
+    return range(*args)
+
+
+def _make_shim():
+    shim = types.ModuleType("cython", "Stand-in for Cython's names in single-source kernels (see _source).")
+    noop = _NoOp()
+    for name in ("cfunc", "ccall", "inline", "nogil", "gil", "exceptval", "boundscheck", "wraparound",
+                 "cdivision", "initializedcheck", "locals", "returns", "final"):
+        setattr(shim, name, noop)
+    shim.__getattr__ = lambda name: noop  # C types (cython.double, ...): only ever named, never used
+    shim.compiled = False
+    shim.declare = lambda ctype=None, value=None, **kw: value
+    shim.parallel = types.ModuleType("cython.parallel")
+    shim.parallel.prange = _prange
+    return shim
+
+
+_SHIM = _make_shim()
+
+
+def _importer(parallel_module):
+    """``__import__`` of a single-source module: ``cython`` names from the shim, the rest as usual."""
+    real = builtins.__import__
+
+    def _import(name, globals=None, locals=None, fromlist=(), level=0):
+        if level == 0 and name == "cython":
+            return _SHIM
+        if level == 0 and name == "cython.parallel":
+            return parallel_module if fromlist else _SHIM
+        return real(name, globals, locals, fromlist, level)
+
+    return _import
+
+
+def _is_kernel(node):
+    for dec in node.decorator_list:
+        target = dec.func if isinstance(dec, ast.Call) else dec
+        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                and target.value.id == "cython" and target.attr in _KERNEL_DECORATORS:
+            return True
+    return False
+
+
+def _is_inline(node):
+    return any(isinstance(d, ast.Attribute) and isinstance(d.value, ast.Name) and d.value.id == "cython"
+               and d.attr == "inline" for d in node.decorator_list)
+
+
+def _calls_prange(node):
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "prange"
+               for n in ast.walk(node))
+
+
+class _PlainPrange(ast.NodeTransformer):
+    """``prange(n, nogil=True, num_threads=t, ...)`` -> ``prange(n)`` (Numba's takes no options)."""
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        if isinstance(node.func, ast.Name) and node.func.id == "prange":
+            node.keywords = []
+        return node
+
+
+_loaded = {}
+
+
+def _with_serial(numba, fn, parallel, options):
+    """A ``prange`` kernel that runs its serial compilation when Numba has one thread.
+
+    On one thread the parallel compilation still goes through Numba's threading
+    layer, which on a machine whose cores are busy costs 10x at K = 64
+    (benchmarks/bench_latency.py); ``hetplace.smp`` sets the thread count per
+    decision.  The serial copy gets its own name, so its own cache file.
+    Kernels with ``prange`` are drivers called from Python, so a Python
+    dispatcher in front of them is fine.
+    """
+    serial_fn = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__ + "_serial", fn.__defaults__)
+    serial_fn.__qualname__ = fn.__qualname__ + "_serial"
+    serial = numba.njit(**options)(serial_fn)
+    get = numba.get_num_threads
+
+    def kernel(*args):
+        return (serial if get() == 1 else parallel)(*args)
+
+    kernel.__name__, kernel.__qualname__, kernel.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+    kernel.parallel, kernel.serial = parallel, serial
+    return kernel
+
+
+def load(name, backend):
+    """The kernels of ``hetplace/_core/<name>.py`` compiled for ``backend`` ("numba" or "python").
+
+    Parameters
+    ----------
+    name : str
+        Single-source module inside ``hetplace._core``, e.g. ``"_polish"``.
+    backend : {"numba", "python"}
+
+    Returns
+    -------
+    module
+        A private module holding every name of the source; loaded once per
+        process and backend.  Compiling nothing heavy: Numba compiles (or
+        loads from its cache) each kernel on its first call.
+    """
+    key = (name, backend)
+    if key in _loaded:
+        return _loaded[key]
+    path = os.path.join(_HERE, name + ".py")
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    kernels = {node.name: (_calls_prange(node), _is_inline(node)) for node in tree.body
+               if isinstance(node, ast.FunctionDef) and _is_kernel(node)}
+    if backend == "numba":
+        import numba
+
+        from ._jit import JIT
+
+        tree = ast.fix_missing_locations(_PlainPrange().visit(tree))
+        parallel = types.ModuleType("cython.parallel")
+        parallel.prange = numba.prange
+    else:
+        parallel = _SHIM.parallel
+    module = types.ModuleType(f"{__package__}.{name}_{backend}", f"{name}.py compiled for backend={backend!r} (see _source).")
+    module.__file__ = path
+    module.__dict__["__builtins__"] = dict(builtins.__dict__, __import__=_importer(parallel))
+    exec(compile(tree, path, "exec"), module.__dict__)
+    if backend == "numba":
+        for fname, (par, inline) in kernels.items():
+            options = dict(JIT, parallel=True) if par else dict(JIT)
+            if inline:
+                options["inline"] = "always"
+            fn = getattr(module, fname)
+            compiled = numba.njit(**options)(fn)
+            if par:
+                compiled = _with_serial(numba, fn, compiled, dict(options, parallel=False))
+            setattr(module, fname, compiled)
+        sys.modules[module.__name__] = module
+    _loaded[key] = module
+    return module

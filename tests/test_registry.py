@@ -1,0 +1,173 @@
+"""The backend registry (hetplace/_core/_registry.py) and the single-source loader (_source.py).
+
+* every backend gives the same kernel names, and each is what it says (Numba
+  dispatchers, Cython functions, plain Python);
+* "cython" never silently means plain Python: a single-source module imported
+  as its ``.py`` (a failed build) makes the backend unavailable, with the
+  package's one message for a missing extension;
+* the Numba and plain-Python compilations need no Cython at run time;
+* setup.py builds exactly the registered single-source modules;
+* the polish drivers agree bit for bit on inputs with exact ties.
+"""
+
+import builtins
+import os
+import re
+
+import numpy as np
+import pytest
+
+import hetplace as hp
+from hetplace import InvalidOptionError
+from hetplace._core import _registry, _source
+from hetplace._core._registry import BACKENDS, KERNEL_NAMES, kernels, unavailable
+
+AVAILABLE = [b for b in BACKENDS if unavailable(b) is None]
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_every_backend_has_the_same_kernels():
+    for b in AVAILABLE:
+        table = kernels(b)
+        assert table.backend == b
+        assert set(vars(table)) == {"backend", *KERNEL_NAMES}
+
+
+@pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0"), reason="Numba's JIT is off")
+def test_numba_backend_is_compiled_and_python_backend_is_not():
+    import numba
+
+    nb = _source.load("_polish", "numba")
+    py = _source.load("_polish", "python")
+    assert isinstance(nb.polish_kernel, numba.core.registry.CPUDispatcher)
+    assert isinstance(nb._polish_rows_kernel, numba.core.registry.CPUDispatcher)
+    assert nb._polish_rows_kernel.targetoptions.get("parallel")  # the prange driver runs in parallel
+    assert not isinstance(py.polish_kernel, numba.core.registry.CPUDispatcher)
+    assert not nb.COMPILED and not py.COMPILED
+
+
+@pytest.mark.skipif("cython" not in AVAILABLE, reason="Cython extensions not built")
+def test_cython_backend_is_the_compiled_extension():
+    from hetplace._core import _polish
+
+    assert _polish.COMPILED is True
+    assert _polish.__file__.endswith((".so", ".pyd"))
+    assert kernels("cython").polish is _polish.polish
+
+
+def test_cython_backend_rejects_a_single_source_module_imported_as_python(monkeypatch):
+    # a failed build leaves hetplace/_core/_polish.py importable in place of the extension
+    if "cython" in AVAILABLE:
+        kernels("cython")  # a backend resolved before is checked again
+    plain = _source.load("_polish", "python")
+    real = _registry.importlib.import_module
+    monkeypatch.setattr(_registry.importlib, "import_module",
+                        lambda name: plain if name.endswith("._polish") else real(name))
+    name, error = unavailable("cython")
+    assert name == "_polish" and "imported as plain Python" in str(error)
+    with pytest.raises(InvalidOptionError, match=r"backend='cython' needs the compiled extension hetplace\._core\._polish"):
+        kernels("cython")
+    p = hp.Problem([[1.0]], [2], [4], [10.0])
+    with pytest.raises(InvalidOptionError, match=r"hetplace\._core\._polish.*imported as plain Python"):
+        hp.place(p, method="smp", backend="cython", seed=0)
+
+
+def test_single_source_runs_without_cython(monkeypatch):
+    real_import = builtins.__import__
+
+    def no_cython(name, *args, **kwargs):
+        if name == "cython" or name.startswith("cython."):
+            raise ImportError("No module named 'cython' (hidden by the test)")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_cython)
+    monkeypatch.setattr(_source, "_loaded", {})
+    py = _source.load("_polish", "python")
+    assert py.cython is _source._SHIM
+    rho = np.array([[2.0, 1.0, 1.0]])
+    wj = np.array([0, -1, -1], dtype=np.int64)
+    comm = np.zeros((1, 4))
+    steps = py.polish(rho, np.array([10.0]), comm, np.zeros(3, dtype=np.int64), np.ones(3), True, wj, 100)
+    assert steps == 2 and (wj == 0).all()
+
+
+def test_setup_builds_exactly_the_registered_single_source_modules():
+    with open(os.path.join(ROOT, "setup.py"), encoding="utf-8") as f:
+        pattern = re.search(r're\.search\(r"(.+?)", f\.read\(\), re\.M\)', f.read()).group(1)
+    core = os.path.join(ROOT, "hetplace", "_core")
+    built = set()
+    for fname in os.listdir(core):
+        if fname.startswith("_") and fname.endswith(".py"):
+            with open(os.path.join(core, fname), encoding="utf-8") as f:
+                if re.search(pattern, f.read(), re.M):
+                    built.add(fname[:-3])
+    assert built == set(_registry._SINGLE_SOURCE)
+
+
+def _tied_problem(seed):
+    """Jobs that are exact copies of each other and workers of equal throughput: every step has ties."""
+    rng = np.random.default_rng(seed)
+    G = int(rng.integers(1, 3))
+    job = rng.uniform(1, 50, G)
+    S = int(rng.integers(2, 5))
+    rho = np.tile(job, (S, 1))
+    counts = rng.multinomial(int(rng.integers(S + 1, 14)), np.ones(G) / G)
+    counts[counts.argmin()] += int(counts.sum() < S)
+    speeds = None if rng.random() < 0.5 else np.repeat([0.5, 1.0], (counts.sum() + 1) // 2)[:counts.sum()]
+    return hp.Problem(rho, counts, np.full(S, 64), np.full(S, 100.0), grad_bytes=np.full(S, 1e7),
+                      bandwidth=1e8 if rng.random() < 0.5 else np.inf, worker_speed=speeds)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_polish_rows_agree_on_exact_ties(seed):
+    p = _tied_problem(seed)
+    rng = np.random.default_rng(seed)
+    S, K = p.n_jobs, p.n_workers
+    N = 4
+    out0 = np.full((N, K), -1, dtype=np.int64)
+    for r in range(N):  # feasible starts: every job one worker, the rest anywhere (or idle)
+        perm = rng.permutation(K)
+        out0[r, perm[:S]] = np.arange(S)
+        out0[r, perm[S:]] = rng.integers(-1, S, K - S)
+    rows = np.array([3, 0, 2], dtype=np.int64)
+    results = {}
+    for b in AVAILABLE:
+        wj, total, stats = out0.copy(), np.full(N, -1.0), np.zeros((N, 3), dtype=np.int64)
+        kernels(b).polish_rows(p.worker_throughput, p.work, p.size_cost, p.worker_type, p.worker_speed,
+                               p.uniform_speed, rows, 100_000, wj, total, stats, 1)
+        results[b] = (wj, total, stats)
+    ref = results["python"]
+    for b, (wj, total, stats) in results.items():
+        np.testing.assert_array_equal(wj, ref[0], err_msg=b)
+        np.testing.assert_array_equal(total.view(np.int64), ref[1].view(np.int64), err_msg=b)
+        np.testing.assert_array_equal(stats, ref[2], err_msg=b)
+    np.testing.assert_array_equal(ref[0][1], out0[1])  # rows not listed are untouched
+    assert ref[1][1] == -1.0
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_polish_rows_classes_agree_on_exact_ties(seed):
+    from hetplace.smp import worker_classes
+
+    p = _tied_problem(seed)
+    rhoC, mc, class_of, members, cls_start = worker_classes(p)
+    rng = np.random.default_rng(seed)
+    S, K, N = p.n_jobs, p.n_workers, 3
+    out0 = np.full((N, K), -1, dtype=np.int64)
+    for r in range(N):
+        perm = rng.permutation(K)
+        out0[r, perm[:S]] = np.arange(S)
+        out0[r, perm[S:]] = rng.integers(-1, S, K - S)
+    rows = np.array([2, 0], dtype=np.int64)
+    results = {}
+    for b in AVAILABLE:
+        wj, total, stats = out0.copy(), np.full(N, -1.0), np.zeros((N, 3), dtype=np.int64)
+        kernels(b).polish_rows_classes(rhoC, p.work, p.size_cost, mc, class_of, members, cls_start, rows, 100_000,
+                                       wj, total, stats, 1)
+        results[b] = (wj, total, stats)
+    ref = results["python"]
+    for b, (wj, total, stats) in results.items():
+        np.testing.assert_array_equal(wj, ref[0], err_msg=b)
+        np.testing.assert_array_equal(total.view(np.int64), ref[1].view(np.int64), err_msg=b)
+        np.testing.assert_array_equal(stats, ref[2], err_msg=b)
+    assert np.isfinite(ref[1][rows]).all() and ref[1][1] == -1.0
