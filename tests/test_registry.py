@@ -40,8 +40,10 @@ def test_numba_backend_is_compiled_and_python_backend_is_not():
     nb = _source.load("_polish", "numba")
     py = _source.load("_polish", "python")
     assert isinstance(nb.polish_kernel, numba.core.registry.CPUDispatcher)
-    assert isinstance(nb._polish_rows_kernel, numba.core.registry.CPUDispatcher)
-    assert nb._polish_rows_kernel.targetoptions.get("parallel")  # the prange driver runs in parallel
+    # the prange driver: a parallel compilation, and a serial one for a single thread
+    assert isinstance(nb._polish_rows_kernel.parallel, numba.core.registry.CPUDispatcher)
+    assert nb._polish_rows_kernel.parallel.targetoptions.get("parallel")
+    assert not nb._polish_rows_kernel.serial.targetoptions.get("parallel")
     assert not isinstance(py.polish_kernel, numba.core.registry.CPUDispatcher)
     assert not nb.COMPILED and not py.COMPILED
 
