@@ -2,8 +2,8 @@
 
 Run (from the repository root)::
 
-    pytest benchmarks/bench_latency.py -s                       # the table below
-    HETPLACE_LATENCY_REPS=400 pytest benchmarks/bench_latency.py -s
+    pytest benchmarks/bench_latency.py -s                       # K = 64 idle and busy, targets checked
+    HETPLACE_LATENCY_LARGE=1 pytest benchmarks/bench_latency.py -s -k large   # idle machine, K = 16,384
 
 "Busy" starts one CPU-bound process per core (a Python spin loop) for the
 duration of the measurement, as when the scheduler shares its machine with
@@ -32,6 +32,11 @@ from hetplace.smp import _cython_available, available_threads
 
 CI = os.environ.get("CI", "") not in ("", "0", "false")
 REPS = int(os.environ.get("HETPLACE_LATENCY_REPS", "40" if CI else "200"))
+#: The ratio targets are checked only when asked (``HETPLACE_LATENCY_TARGETS=1``) or outside CI:
+#: a p99 of a few dozen calls on a shared CI machine is one hiccup, not a figure.
+TARGETS = os.environ.get("HETPLACE_LATENCY_TARGETS", "0" if CI else "1") not in ("", "0", "false")
+#: The large case needs an idle machine and about a minute: opt in with HETPLACE_LATENCY_LARGE=1.
+LARGE = os.environ.get("HETPLACE_LATENCY_LARGE", "0") not in ("", "0", "false")
 BACKENDS = ["numba"] + (["cython"] if _cython_available() else [])
 
 
@@ -100,11 +105,12 @@ def test_latency_small_default_is_never_slower_than_serial(backend, busy, capsys
     assert hp.is_feasible(problem, pl.worker_job)
     with capsys.disabled():
         r50, r99 = _row(f"K=64 S=8 {backend} {'busy' if busy else 'idle'}", default, serial)
-    assert r50 <= 1.25, f"default p50 is {r50:.2f}x threads=1's"
-    assert r99 <= 2.0, f"default p99 is {r99:.2f}x threads=1's"
+    if TARGETS:
+        assert r50 <= 1.25, f"default p50 is {r50:.2f}x threads=1's"
+        assert r99 <= 2.0, f"default p99 is {r99:.2f}x threads=1's"
 
 
-@pytest.mark.skipif(CI, reason="needs an idle machine and ~1 min; run by hand")
+@pytest.mark.skipif(not LARGE, reason="needs an idle machine and ~1 min: HETPLACE_LATENCY_LARGE=1")
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_latency_large_default_uses_the_cores(backend, capsys):
     if available_threads(backend) < 2:
