@@ -22,6 +22,7 @@ from hetplace.categories import (
     unrank_category,
 )
 from hetplace.errors import (
+    HetplaceWarning,
     InvalidOptionError,
     InvalidProblemError,
     InvalidProblemTypeError,
@@ -648,6 +649,8 @@ def test_errors(call, exc, match):
 def test_missing_cython_backend_message(monkeypatch):
     import builtins
 
+    from hetplace import _core
+
     real_import = builtins.__import__
 
     def fake_import(name, globals=None, locals=None, fromlist=(), level=0):
@@ -656,9 +659,11 @@ def test_missing_cython_backend_message(monkeypatch):
         return real_import(name, globals, locals, fromlist, level)
 
     monkeypatch.setattr(builtins, "__import__", fake_import)
+    monkeypatch.setattr(_core, "_warned", False)  # the warning is once per process
     with pytest.raises(MissingDependencyError, match=r"build_ext --inplace.*backend='numba'"):
         cat._backend("cython")
-    assert cat._backend("auto")[0] == "numba"
+    with pytest.warns(HetplaceWarning, match=r"build_ext --inplace.*Numba backend runs"):
+        assert cat._backend("auto")[0] == "numba"
 
 
 # -----------------------------------------------------------------------------
