@@ -204,6 +204,7 @@ def wide():
 
 
 PROBLEMS = {"tiny": tiny, "speeds": speeds, "capped": capped, "default": default}
+PROBLEMS_EXTRA = {}  # larger seeded instances, filled while the cases are built
 
 
 def brute_opt(problem):
@@ -385,9 +386,10 @@ def add_place_cases():
     # one seed, every backend and thread count: the same placement
     def same(pname, **opts):
         def f():
-            p = PROBLEMS[pname]() if pname in PROBLEMS else wide()
+            p = PROBLEMS[pname]() if pname in PROBLEMS else PROBLEMS_EXTRA[pname]() if pname in PROBLEMS_EXTRA else wide()
             ref = None
-            for backend in ("python", "numba", "cython"):
+            # the pure-Python backend takes ~40 s at K = 200 with per-worker speeds: compiled ones only there
+            for backend in (("python",) if p.n_workers * p.n_jobs <= 600 else ()) + ("numba", "cython"):
                 for threads in ((None, 1, 2) if backend != "python" else (None,)):
                     pl = certify(p, hp.place(p, "smp", seed=11, backend=backend, threads=threads, **opts))
                     wj = np.asarray(pl.worker_job)
@@ -403,6 +405,14 @@ def add_place_cases():
                      {"samples": 8, "polish": False}, {"samples": 8, "fairness_tol": 0.2},
                      {"samples": 8, "speed_buckets": 1}, {"samples": 8, "spread": 0.5}):
             case("place", f"backends-agree/{pname}/{_fmt(opts)}", same(pname, **opts))
+    # larger seeded instances: every backend and thread count gives the same placement
+    def family(fam, seed, K, S):
+        return lambda: hp.instances.make_instance(fam, seed, K, S, hp.data.load_gavel() if fam != "synthetic" else None)
+
+    for fam in ("synthetic", "speeds", "gavel"):
+        for seed, (K, S) in enumerate(((32, 4), (64, 8), (100, 12), (48, 16), (200, 6))):
+            PROBLEMS_EXTRA[f"{fam}-{K}x{S}"] = family(fam, seed, K, S)
+            case("place", f"backends-agree/{fam}-{K}x{S}", same(f"{fam}-{K}x{S}", samples=12, max_rounds=4))
     # edge problems through every method
     edge = {
         "one-worker": lambda: hp.Problem([[1.0]], [1], [1], [1.0]),
@@ -1514,6 +1524,7 @@ _BAD_WARNING = ("overflow", "invalid value", "divide by zero", "underflow")
 def run_case(c):
     """Run one case in this process; return its outcome dict."""
     out = {"id": c.id, "entry": c.entry}
+    t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -1543,6 +1554,7 @@ def run_case(c):
             except BaseException as exc:  # noqa: BLE001
                 out.update(outcome="FAILURE", kind=f"check-{type(exc).__name__}", detail=str(exc)[:300],
                            traceback=traceback.format_exc(limit=-4)[-1500:])
+    out["seconds"] = round(time.perf_counter() - t0, 3)
     bad = [w for w in caught if issubclass(w.category, RuntimeWarning)
            and any(k in str(w.message) for k in _BAD_WARNING)]
     if bad and out["outcome"] != "FAILURE":
