@@ -1605,6 +1605,22 @@ def run_spawned(c, timeout, mem_gib):
     return p.pid, p.stdout.fileno(), time.monotonic() + timeout, p
 
 
+_WARM_UP = """
+import hetplace as hp
+from hetplace import categories, matching
+p = hp.data.default_problem()
+for threads in (None, 1, 2):
+    for opts in ({}, {"matching": "ordinal"}, {"sampling": "weighted"}, {"speed_buckets": 1}):
+        hp.place(p, "smp", seed=1, backend="numba", samples=8, threads=threads, **opts)
+        hp.place(p.with_worker_speed([0.5] * p.n_workers), "smp", seed=1, backend="numba", samples=8, threads=threads, **opts)
+categories.sample_categories(6, 2, 4, seed=1, backend="numba")
+categories.sample_categories(6, 2, 4, seed=1, backend="numba", method="weighted")
+categories.enumerate_categories(6, 2, backend="numba")
+for form in ("price", "ordinal"):
+    matching.deferred_acceptance([[1.0, 2.0]], [1], form=form, backend="numba")
+"""
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", type=int, default=2, help="cases run at the same time (default 2)")
@@ -1656,6 +1672,10 @@ def main(argv=None):
         print(json.dumps(counts, indent=1), f"total {len(cases)}")
         return 0
 
+    # compile (and cache) the Numba kernels once, in a separate process, before the cases start:
+    # after a kernel edit every forked child would otherwise compile them itself and time out
+    subprocess.run([sys.executable, "-c", _WARM_UP], cwd=str(ROOT), timeout=600, check=False,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     results, pending, queue = [], {}, list(cases)
     t0 = time.monotonic()
     while queue or pending:
