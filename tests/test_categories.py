@@ -66,6 +66,23 @@ def test_splitmix64_known_value():
         assert py.splitmix64(x) == splitmix64_reference(x)
 
 
+def test_rng_without_jit_wraps_around_without_overflow_warnings():
+    # NUMBA_DISABLE_JIT=1 ran the uint64 arithmetic as NumPy scalars: ~1000 RuntimeWarnings per test file
+    code = textwrap.dedent("""
+        import warnings
+        import numpy as np
+        warnings.simplefilter("error", RuntimeWarning)
+        from hetplace._core import _rng_nb as r
+        print(int(r.splitmix64(np.uint64(0))), int(r.rand_below(np.uint64(2**64 - 1), np.uint64(7), np.uint64(3), 5)))
+    """)
+    here = str(__import__("pathlib").Path(cat.__file__).resolve().parents[1])  # the hetplace under test
+    env = dict(__import__("os").environ, NUMBA_DISABLE_JIT="1")
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=here, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    expect = f"{0xE220A8397B1DCDAF} {rng_nb.rand_below(np.uint64(2**64 - 1), np.uint64(7), np.uint64(3), 5)}"
+    assert out.stdout.strip() == expect
+
+
 def test_rand_u64_is_a_splitmix64_stream():
     for seed in (0, 5, 2**64 - 1):
         for stream in (0, 3, 2**63 + 2):
