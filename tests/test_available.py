@@ -214,13 +214,13 @@ def test_backends_give_identical_placements_with_down_workers(matching):
 
 
 def _gavel_down(seed):
-    rng = np.random.default_rng([seed, 77])
-    K = int(rng.integers(6, 17))
-    S = int(rng.integers(2, min(K, 6) + 1))
+    rng = np.random.default_rng([seed, 78])
+    K = int(rng.integers(16, 41))
+    S = int(rng.integers(4, 13))
     return gavel_problem(seed, K, S, comm=bool(seed % 2))
 
 
-GAVEL = _down_instances(_gavel_down, range(80), frac=0.25)
+GAVEL = _down_instances(_gavel_down, range(70), frac=0.25)  # measured: mean 0.029 %, worst 1.55 %
 
 
 def test_class_level_paths_leave_down_workers_idle():
