@@ -212,7 +212,8 @@ def dp_size(problem):
     Returns
     -------
     states : int
-        ``prod_g (m_g + 1)``, the number of "workers used per type" states.
+        ``prod_g (m_g + 1)``, the number of "workers used per type" states
+        (``m_g``: the available workers of type g, ``problem.available_counts``).
     work : int
         ``n_jobs * prod_g (m_g + 1)(m_g + 2) / 2``, the number of transitions.
     """

@@ -624,7 +624,7 @@ def smp_place(problem, seed=None, **options):
     from .categories import sample_categories
 
     opts = _iv(problem, options)
-    K, S = problem.n_workers, problem.n_jobs
+    S = problem.n_jobs
     if seed is None:
         seed = int(np.random.SeedSequence().entropy % (1 << 64))
     t0 = time.perf_counter()
