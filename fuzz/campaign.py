@@ -204,6 +204,7 @@ def wide():
 
 
 PROBLEMS = {"tiny": tiny, "speeds": speeds, "capped": capped, "default": default}
+PROBLEMS_EXTRA = {}  # larger seeded instances, filled while the cases are built
 
 
 def brute_opt(problem):
@@ -385,9 +386,10 @@ def add_place_cases():
     # one seed, every backend and thread count: the same placement
     def same(pname, **opts):
         def f():
-            p = PROBLEMS[pname]() if pname in PROBLEMS else wide()
+            p = PROBLEMS[pname]() if pname in PROBLEMS else PROBLEMS_EXTRA[pname]() if pname in PROBLEMS_EXTRA else wide()
             ref = None
-            for backend in ("python", "numba", "cython"):
+            # the pure-Python backend takes ~40 s at K = 200 with per-worker speeds: compiled ones only there
+            for backend in (("python",) if p.n_workers * p.n_jobs <= 600 else ()) + ("numba", "cython"):
                 for threads in ((None, 1, 2) if backend != "python" else (None,)):
                     pl = certify(p, hp.place(p, "smp", seed=11, backend=backend, threads=threads, **opts))
                     wj = np.asarray(pl.worker_job)
@@ -403,6 +405,14 @@ def add_place_cases():
                      {"samples": 8, "polish": False}, {"samples": 8, "fairness_tol": 0.2},
                      {"samples": 8, "speed_buckets": 1}, {"samples": 8, "spread": 0.5}):
             case("place", f"backends-agree/{pname}/{_fmt(opts)}", same(pname, **opts))
+    # larger seeded instances: every backend and thread count gives the same placement
+    def family(fam, seed, K, S):
+        return lambda: hp.instances.make_instance(fam, seed, K, S, hp.data.load_gavel() if fam != "synthetic" else None)
+
+    for fam in ("synthetic", "speeds", "gavel"):
+        for seed, (K, S) in enumerate(((32, 4), (64, 8), (100, 12), (48, 16), (200, 6))):
+            PROBLEMS_EXTRA[f"{fam}-{K}x{S}"] = family(fam, seed, K, S)
+            case("place", f"backends-agree/{fam}-{K}x{S}", same(f"{fam}-{K}x{S}", samples=12, max_rounds=4))
     # edge problems through every method
     edge = {
         "one-worker": lambda: hp.Problem([[1.0]], [1], [1], [1.0]),
@@ -1514,6 +1524,7 @@ _BAD_WARNING = ("overflow", "invalid value", "divide by zero", "underflow")
 def run_case(c):
     """Run one case in this process; return its outcome dict."""
     out = {"id": c.id, "entry": c.entry}
+    t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -1543,6 +1554,7 @@ def run_case(c):
             except BaseException as exc:  # noqa: BLE001
                 out.update(outcome="FAILURE", kind=f"check-{type(exc).__name__}", detail=str(exc)[:300],
                            traceback=traceback.format_exc(limit=-4)[-1500:])
+    out["seconds"] = round(time.perf_counter() - t0, 3)
     bad = [w for w in caught if issubclass(w.category, RuntimeWarning)
            and any(k in str(w.message) for k in _BAD_WARNING)]
     if bad and out["outcome"] != "FAILURE":
@@ -1591,6 +1603,22 @@ def run_spawned(c, timeout, mem_gib):
     p = subprocess.Popen([sys.executable, __file__, "--case", c.id, "--emit", "--mem", str(mem_gib)],
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
     return p.pid, p.stdout.fileno(), time.monotonic() + timeout, p
+
+
+_WARM_UP = """
+import hetplace as hp
+from hetplace import categories, matching
+p = hp.data.default_problem()
+for threads in (None, 1, 2):
+    for opts in ({}, {"matching": "ordinal"}, {"sampling": "weighted"}, {"speed_buckets": 1}):
+        hp.place(p, "smp", seed=1, backend="numba", samples=8, threads=threads, **opts)
+        hp.place(p.with_worker_speed([0.5] * p.n_workers), "smp", seed=1, backend="numba", samples=8, threads=threads, **opts)
+categories.sample_categories(6, 2, 4, seed=1, backend="numba")
+categories.sample_categories(6, 2, 4, seed=1, backend="numba", method="weighted")
+categories.enumerate_categories(6, 2, backend="numba")
+for form in ("price", "ordinal"):
+    matching.deferred_acceptance([[1.0, 2.0]], [1], form=form, backend="numba")
+"""
 
 
 def main(argv=None):
@@ -1644,6 +1672,10 @@ def main(argv=None):
         print(json.dumps(counts, indent=1), f"total {len(cases)}")
         return 0
 
+    # compile (and cache) the Numba kernels once, in a separate process, before the cases start:
+    # after a kernel edit every forked child would otherwise compile them itself and time out
+    subprocess.run([sys.executable, "-c", _WARM_UP], cwd=str(ROOT), timeout=600, check=False,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     results, pending, queue = [], {}, list(cases)
     t0 = time.monotonic()
     while queue or pending:

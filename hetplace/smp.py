@@ -526,6 +526,12 @@ def available_threads(backend):
     ``OMP_NUM_THREADS`` and threadpoolctl-style ``omp_set_num_threads`` limits
     are respected), Numba's thread count for ``"numba"`` (``NUMBA_NUM_THREADS``,
     ``numba.set_num_threads``) and ``OMP_NUM_THREADS``; 1 for ``"python"``.
+
+    Raises
+    ------
+    InvalidOptionError
+        ``backend`` is ``"cython"`` and its extensions are not built (the
+        message of :func:`resolve_backend`, with the fix).
     """
     import os
 
@@ -536,6 +542,9 @@ def available_threads(backend):
     except (AttributeError, OSError):  # not on Linux
         n = os.cpu_count() or 1
     if backend == "cython":
+        from ._core import _registry
+
+        _registry.kernels("cython")  # raises the registry's error when an extension is missing
         from ._core import _smp
 
         return max(1, min(n, _smp.max_threads()))

@@ -22,6 +22,7 @@ from hetplace.categories import (
     unrank_category,
 )
 from hetplace.errors import (
+    HetplaceWarning,
     InvalidOptionError,
     InvalidProblemError,
     InvalidProblemTypeError,
@@ -63,6 +64,23 @@ def test_splitmix64_known_value():
     assert int(rng_nb.splitmix64(np.uint64(0))) == 0xE220A8397B1DCDAF
     for x in (1, 2**63, 2**64 - 1, 0xDEADBEEF):
         assert py.splitmix64(x) == splitmix64_reference(x)
+
+
+def test_rng_without_jit_wraps_around_without_overflow_warnings():
+    # NUMBA_DISABLE_JIT=1 ran the uint64 arithmetic as NumPy scalars: ~1000 RuntimeWarnings per test file
+    code = textwrap.dedent("""
+        import warnings
+        import numpy as np
+        warnings.simplefilter("error", RuntimeWarning)
+        from hetplace._core import _rng_nb as r
+        print(int(r.splitmix64(np.uint64(0))), int(r.rand_below(np.uint64(2**64 - 1), np.uint64(7), np.uint64(3), 5)))
+    """)
+    here = str(__import__("pathlib").Path(cat.__file__).resolve().parents[1])  # the hetplace under test
+    env = dict(__import__("os").environ, NUMBA_DISABLE_JIT="1")
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=here, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    expect = f"{0xE220A8397B1DCDAF} {rng_nb.rand_below(np.uint64(2**64 - 1), np.uint64(7), np.uint64(3), 5)}"
+    assert out.stdout.strip() == expect
 
 
 def test_rand_u64_is_a_splitmix64_stream():
@@ -648,6 +666,8 @@ def test_errors(call, exc, match):
 def test_missing_cython_backend_message(monkeypatch):
     import builtins
 
+    from hetplace import _core
+
     real_import = builtins.__import__
 
     def fake_import(name, globals=None, locals=None, fromlist=(), level=0):
@@ -656,9 +676,11 @@ def test_missing_cython_backend_message(monkeypatch):
         return real_import(name, globals, locals, fromlist, level)
 
     monkeypatch.setattr(builtins, "__import__", fake_import)
+    monkeypatch.setattr(_core, "_warned", False)  # the warning is once per process
     with pytest.raises(MissingDependencyError, match=r"build_ext --inplace.*backend='numba'"):
         cat._backend("cython")
-    assert cat._backend("auto")[0] == "numba"
+    with pytest.warns(HetplaceWarning, match=r"build_ext --inplace.*Numba backend runs"):
+        assert cat._backend("auto")[0] == "numba"
 
 
 # -----------------------------------------------------------------------------

@@ -214,6 +214,20 @@ def test_omp_num_threads_caps_the_default_threads(backend):
     assert out.stdout.strip() == "1"
 
 
+def test_available_threads_without_compiled_kernels_raises_the_fix(monkeypatch):
+    # used to raise a bare ImportError ("No module named hetplace._core._smp") from a fresh clone
+    import sys
+
+    from hetplace import _core
+    from hetplace.smp import available_threads
+
+    monkeypatch.delattr(_core, "_smp", raising=False)
+    monkeypatch.setitem(sys.modules, "hetplace._core._smp", None)  # the import fails as if not built
+    with pytest.raises(InvalidOptionError, match=r"backend='cython' needs .*_core\._smp.*build_ext --inplace"):
+        available_threads("cython")
+    assert available_threads("numba") >= 1
+
+
 def test_threadpoolctl_limits_cap_the_default_threads():
     threadpoolctl = pytest.importorskip("threadpoolctl")
     from hetplace.smp import available_threads

@@ -30,8 +30,16 @@ Every literal is a ``np.uint64``: Numba promotes ``uint64`` mixed with
 
 Streams ``>= 2**63`` are reserved for ``hetplace.categories``; callers such as
 the SMP driver use small stream ids (e.g. the sample index).
+
+The wrap-around modulo 2**64 is intended.  Compiled, it is silent; with
+``NUMBA_DISABLE_JIT=1`` the functions run as NumPy scalar code, which warns on
+every uint64 overflow, so :func:`_kernel` then runs each one under
+``np.errstate(over="ignore")`` (same bits; the compiled kernels are untouched).
 """
 
+import functools
+
+import numba
 import numpy as np
 from numba import njit
 from ._jit import JIT
@@ -62,7 +70,33 @@ _TWO_M53 = 1.0 / 9007199254740992.0  # 2**-53
 _TWO_M54 = 0.5 / 9007199254740992.0  # 2**-54
 
 
-@njit(**JIT)
+def _kernel(f):
+    """``njit(**JIT)(f)``; with the JIT disabled, ``f`` under ``np.errstate(over="ignore")``.
+
+    Parameters
+    ----------
+    f : function
+        A kernel whose uint64 arithmetic wraps around on purpose.
+
+    Returns
+    -------
+    numba.core.registry.CPUDispatcher or function
+        The compiled kernel, or (``NUMBA_DISABLE_JIT=1``) a plain-Python wrapper
+        that silences NumPy's overflow warnings of the intended wrap-around.
+    """
+    compiled = njit(**JIT)(f)
+    if not numba.config.DISABLE_JIT:
+        return compiled
+
+    @functools.wraps(f)
+    def quiet(*args):
+        with np.errstate(over="ignore"):
+            return compiled(*args)
+
+    return quiet
+
+
+@_kernel
 def splitmix64(x):
     """SplitMix64 output function of ``x`` (uint64 -> uint64)."""
     z = np.uint64(x) + GOLDEN
@@ -71,43 +105,43 @@ def splitmix64(x):
     return z ^ (z >> _S31)
 
 
-@njit(**JIT)
+@_kernel
 def stream_key(seed, stream):
     """Key of stream ``stream`` under ``seed`` (uint64)."""
     return splitmix64(np.uint64(seed) ^ (np.uint64(stream) * STREAM_MUL))
 
 
-@njit(**JIT)
+@_kernel
 def rand_u64_k(key, counter):
     """``counter``-th 64-bit draw of the stream with key ``key``."""
     return splitmix64(np.uint64(key) + np.uint64(counter) * GOLDEN)
 
 
-@njit(**JIT)
+@_kernel
 def rand_u64(seed, stream, counter):
     """64-bit draw number ``counter`` of stream ``stream`` under ``seed`` (uint64)."""
     return rand_u64_k(stream_key(seed, stream), counter)
 
 
-@njit(**JIT)
+@_kernel
 def rand_u01_k(key, counter):
     """Uniform double in ``[0, 1)`` with 53 random bits."""
     return np.float64(rand_u64_k(key, counter) >> _S11) * _TWO_M53
 
 
-@njit(**JIT)
+@_kernel
 def rand_u01(seed, stream, counter):
     """Uniform double in ``[0, 1)``: ``(rand_u64 >> 11) * 2**-53``."""
     return rand_u01_k(stream_key(seed, stream), counter)
 
 
-@njit(**JIT)
+@_kernel
 def rand_open01_k(key, counter):
     """Uniform double in ``(0, 1)``: ``rand_u01 + 2**-54`` (exact)."""
     return np.float64(rand_u64_k(key, counter) >> _S11) * _TWO_M53 + _TWO_M54
 
 
-@njit(**JIT)
+@_kernel
 def rand_below_k(key, counter, n):
     """Unbiased integer in ``[0, n)`` (``n >= 1``), as int64; one counter value."""
     un = np.uint64(n)
@@ -120,13 +154,13 @@ def rand_below_k(key, counter, n):
         x = splitmix64(x)
 
 
-@njit(**JIT)
+@_kernel
 def rand_below(seed, stream, counter, n):
     """Unbiased integer in ``[0, n)`` (``1 <= n < 2**63``), as int64."""
     return rand_below_k(stream_key(seed, stream), counter, n)
 
 
-@njit(**JIT)
+@_kernel
 def rand_u01_fill(seed, stream, out):
     """``out[c] = rand_u01(seed, stream, c)`` for every ``c`` (benchmarks, tests)."""
     key = stream_key(seed, stream)

@@ -112,8 +112,9 @@ def _fill_to(speed, offset, lo, hi, total):
         bl[free] = np.clip(share * (w / w.sum()) - o[free], l[free], h[free])
         with np.errstate(over="ignore", divide="ignore"):
             T = float(share / w.sum() / v[free].max())
-    else:
-        T = float(np.exp(right if np.isfinite(right) else left))
+    else:  # every live worker at a breakpoint; a level above 1.8e308 (3 samples at speed 1e-308) is inf
+        with np.errstate(over="ignore"):
+            T = float(np.exp(right if np.isfinite(right) else left))
     b[li] = bl
     if not free.any() and k == bp.size and R > 1e-9 * max(1.0, float(total)) and (~live).any():
         dead = np.flatnonzero(~live)  # every live worker is capped: the dead take the rest

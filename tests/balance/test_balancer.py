@@ -333,6 +333,21 @@ def test_largest_remainder_invariants(x, lower, extra, capped):
     assert (out >= lower).all() and (out <= upper).all()
 
 
+def test_largest_remainder_level_beyond_float_max_is_inf_without_overflow_warning():
+    # found by hypothesis: the one live weight (1.1e-308) reaches its cap 3 at level 2.7e308 > float max
+    import warnings
+
+    from hetplace.balance._model import _fill_to
+
+    x = np.array([0.0, 1.1125369292536007e-308])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        assert largest_remainder(x, 4, lower=0, upper=[3, 3]).tolist() == [1, 3]
+        b, T = _fill_to(x, np.zeros(2), np.zeros(2), np.array([3.0, 3.0]), 4)
+    assert b.tolist() == [1.0, 3.0] and T == np.inf
+    assert _fill_to(np.array([0.0, 1.0]), np.zeros(2), np.zeros(2), np.array([3.0, 3.0]), 4)[1] == pytest.approx(3.0)  # finite below float max
+
+
 def test_largest_remainder_examples():
     assert largest_remainder([1.0, 2.0, 3.0], 10).tolist() == [2, 3, 5]
     assert largest_remainder([1.0, 1.0, 8.0], 12, lower=2, upper=[12, 12, 6]).tolist() == [3, 3, 6]

@@ -5,7 +5,7 @@ batch and stay within ``[min_batch, cap]``, finite predictions, efficiencies in
 [0, 1] -- or a :class:`hetplace.HetplaceError`.  Any other exception fails
 the test; a hang is ended by the per-test timeout.
 
-Budget: ``HETPLACE_FUZZ_EXAMPLES`` examples per test (default 40, see tests/hostile.py).
+Budget: ``FUZZ_EXAMPLES`` of tests/hostile.py per test (env ``HETPLACE_FUZZ_EXAMPLES``; its default is set there).
 """
 
 import math
