@@ -11,7 +11,7 @@ from .errors import InvalidOptionError
 __all__ = [
     "check_choice", "check_seed", "check_options", "check_positive_int", "check_time_limit",
     "REAL_MIN", "REAL_MAX", "COUNT_MAX", "check_real_range", "exact_int_sum", "check_count_total",
-    "is_real_scalar", "as_real_array",
+    "is_real_scalar", "as_real_array", "as_bool_array",
 ]
 
 
@@ -203,3 +203,38 @@ def as_real_array(value, name, what="numbers", shape_text="", error=InvalidOptio
     )
     got = kind_text if bad is None else f"{kind_text}, {bad!r}"
     raise error(f"{name} must be {what} (real, not bool or complex); got {got}{at}.{tail}")
+
+
+# ------------------------------------------------------------------ bools
+def as_bool_array(value, name, shape_text="", error=InvalidOptionError):
+    """``value`` as a numpy bool array whose every element is a bool; raise ``error`` otherwise.
+
+    The element rule of :func:`as_real_array`, turned round: only Python
+    ``bool`` and ``numpy.bool_`` elements are accepted.  Integers (``1`` is not
+    ``True`` here), floats, strings (``"False"`` would be truthy), ``None`` and
+    any other object are rejected, naming the first offending element and its
+    index.  ``shape_text`` says what to pass.
+    """
+    tail = f" Pass {shape_text}." if shape_text else ""
+    if isinstance(value, (str, bytes)):
+        raise error(f"{name} must be bools (True/False); got the string {value!r}.{tail}")
+    try:
+        raw = np.asarray(value)
+    except (TypeError, ValueError) as exc:
+        raise error(
+            f"{name} must be bools (True/False); got {type(value).__name__} that numpy cannot turn into "
+            f"an array ({exc}).{tail}"
+        ) from None
+    nested = isinstance(value, (list, tuple))
+    if (raw.dtype.kind == "b" and not nested) or raw.size == 0:
+        return raw.astype(bool)
+    scan = raw if raw.dtype.kind == "O" else np.asarray(value, dtype=object)
+    flat = scan.ravel().tolist()
+    ok = [isinstance(v, (bool, np.bool_)) for v in flat]
+    if all(ok):
+        return np.array(flat, dtype=bool).reshape(scan.shape)
+    j = ok.index(False)
+    idx, bad = np.unravel_index(j, scan.shape), flat[j]
+    at = "" if not idx else f" at index {int(idx[0]) if len(idx) == 1 else tuple(int(i) for i in idx)}"
+    got = "None" if bad is None else f"{type(bad).__name__} {bad!r}"
+    raise error(f"{name} must be bools (True/False), not numbers or strings; got {got}{at}.{tail}")

@@ -33,7 +33,7 @@ class _Pool:
 
     def __init__(self, problem, worker_job):
         K = problem.n_workers
-        wt, speed = problem.worker_type, problem.worker_speed
+        wt, speed = problem.worker_type, problem.class_speed  # a down worker (0) is a class of its own
         perm = np.lexsort((np.arange(K), -speed, wt))  # class by class, lowest index first
         g, s = wt[perm], speed[perm]
         new = np.ones(K, dtype=bool)
@@ -155,12 +155,13 @@ def _seed_by_flow(problem):
     """
     from .problem import min_worker_flow
 
-    allowed = (problem.throughput > 0) & (problem.type_counts > 0)[None, :]
-    flow, _ = min_worker_flow(allowed, problem.type_counts, problem.min_workers)
+    counts = problem.available_counts
+    allowed = (problem.throughput > 0) & (counts > 0)[None, :]
+    flow, _ = min_worker_flow(allowed, counts, problem.min_workers)
     worker_job = np.full(problem.n_workers, -1, dtype=np.int64)
     for g in range(problem.n_types):
         members = np.flatnonzero(problem.worker_type == g)
-        members = members[np.argsort(-problem.worker_speed[members], kind="stable")]
+        members = members[np.argsort(-problem.class_speed[members], kind="stable")]  # down workers last
         worker_job[members[: flow[:, g].sum()]] = np.repeat(np.arange(problem.n_jobs), flow[:, g])
     return worker_job
 
@@ -229,7 +230,7 @@ def equal_placement(problem):
     """Equal sizing: n_i ~ K/S (within ``min_workers..max_workers``), biggest jobs pick their fastest free workers first, round-robin."""
     order = np.argsort(-problem.work, kind="stable")
     worker_job = _seed_jobs(problem, order)
-    targets = equal_sizes(problem.n_workers, problem.n_jobs)[np.argsort(order, kind="stable")]
+    targets = equal_sizes(problem.n_available, problem.n_jobs)[np.argsort(order, kind="stable")]
     targets = np.maximum(np.minimum(targets, problem.max_workers), problem.min_workers)
     return _fill(problem, worker_job, targets, order)
 
@@ -242,7 +243,7 @@ def random_placement(problem, rng):
     """
     S, G = problem.n_jobs, problem.n_types
     worker_job = _seed_jobs(problem, rng.permutation(S))
-    visit = rng.permutation(np.flatnonzero(worker_job < 0))
+    visit = rng.permutation(np.flatnonzero((worker_job < 0) & problem.available))  # down workers stay idle
     allowed = [np.flatnonzero(problem.throughput[:, g] > 0) for g in range(G)]
     n_allowed = np.array([a.size for a in allowed], dtype=np.int64)
     offset = np.concatenate(([0], np.cumsum(n_allowed)[:-1]))

@@ -212,11 +212,12 @@ def dp_size(problem):
     Returns
     -------
     states : int
-        ``prod_g (m_g + 1)``, the number of "workers used per type" states.
+        ``prod_g (m_g + 1)``, the number of "workers used per type" states
+        (``m_g``: the available workers of type g, ``problem.available_counts``).
     work : int
         ``n_jobs * prod_g (m_g + 1)(m_g + 2) / 2``, the number of transitions.
     """
-    m = [int(c) for c in problem.type_counts]
+    m = [int(c) for c in problem.available_counts]  # down workers are not in the DP
     states = math.prod(c + 1 for c in m)
     work = problem.n_jobs * math.prod((c + 1) * (c + 2) // 2 for c in m)
     return states, work
@@ -224,8 +225,9 @@ def dp_size(problem):
 
 def _dp_refusal(problem):
     """Why the DP cannot run on ``problem`` (None when it can)."""
-    if not problem.uniform_speed:
-        k = int(np.flatnonzero(problem.worker_speed != 1.0)[0])
+    slow = np.flatnonzero(problem.available & (problem.worker_speed != 1.0))
+    if slow.size:
+        k = int(slow[0])
         return (
             "method='dp' needs every worker_speed to be 1 (then workers of one type are "
             "interchangeable, docs/model.md §2.3); this problem has per-worker speeds (worker "
@@ -406,7 +408,7 @@ def solve_exact(
 def _solve_dp(problem, t0, verbose):
     from ._core._dp_nb import type_dp  # lazy: importing hetplace compiles nothing
 
-    counts = problem.type_counts
+    counts = problem.available_counts  # the DP runs on the available workers only
     radix = np.ascontiguousarray(counts + 1, dtype=np.int64)
     total, choice = type_dp(
         np.ascontiguousarray(problem.throughput, dtype=np.float64),
@@ -419,7 +421,7 @@ def _solve_dp(problem, t0, verbose):
                            time.perf_counter() - t0, "dp", "dp")
     stride = np.cumprod(np.concatenate(([1], radix[:-1])))
     y = (choice[:, None] // stride[None, :]) % radix[None, :]  # (S, G) type counts
-    worker_job = _worker_job_from_counts(problem, y, [np.flatnonzero(problem.worker_type == g)
+    worker_job = _worker_job_from_counts(problem, y, [np.flatnonzero((problem.worker_type == g) & problem.available)
                                                       for g in range(problem.n_types)])
     states, work = dp_size(problem)
     info = {"states": states, "transitions": work, "dp_total_jct": float(total)}
@@ -489,7 +491,7 @@ def _worker_classes(problem, grouping):
     else:
         keys = {}
         for k in range(K):
-            key = (int(problem.worker_type[k]), float(problem.worker_speed[k]))
+            key = (int(problem.worker_type[k]), float(problem.class_speed[k]))  # down: speed 0
             keys.setdefault(key, []).append(k)
         members = [np.array(v, dtype=np.int64) for v in keys.values()]
     first = np.array([m[0] for m in members])

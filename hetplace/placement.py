@@ -82,6 +82,13 @@ def _worker_job_iv(problem, worker_job):
             "(of types it can run on)."
         )
     busy = np.flatnonzero(arr >= 0)
+    down = busy[~problem.available[busy]]
+    if down.size:
+        k = int(down[0])
+        raise InvalidPlacementError(
+            f"worker {k} is down (available[{k}] is False) but is given job {arr[k]} in worker_job. "
+            "A down worker gets no job: set it to -1, or mark it available."
+        )
     dead = busy[problem.worker_throughput[arr[busy], busy] <= 0]
     if dead.size:
         k = int(dead[0])

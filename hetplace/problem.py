@@ -7,7 +7,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from ._validation import (
-    COUNT_MAX, REAL_MAX, REAL_MIN, as_real_array, check_count_total, check_real_range, exact_int_sum,
+    COUNT_MAX, REAL_MAX, REAL_MIN, as_bool_array, as_real_array, check_count_total, check_real_range, exact_int_sum,
     is_real_scalar,
 )
 from .errors import InvalidProblemError, InvalidProblemTypeError
@@ -24,7 +24,7 @@ MAX_TABLE_CELLS = 2**29
 #: Keys of :meth:`Problem.to_dict` (the parameters of :class:`Problem`).
 _REQUIRED_KEYS = ("throughput", "type_counts", "batch", "iterations")
 _OPTIONAL_KEYS = ("grad_bytes", "bandwidth", "worker_speed", "job_names", "type_names",
-                  "min_workers", "max_workers")
+                  "min_workers", "max_workers", "available")
 
 
 def _index_arg(name, value, lo, hi, what):
@@ -347,6 +347,11 @@ class Problem:
         Most workers each job may get (>= 1).  Default K.  The bound in force
         is ``min(max_workers, batch, K)``; ``min_workers == max_workers``
         makes a rigid job (exactly that many workers).
+    available : array_like of bool, shape (K,), optional
+        False for a worker that is down (failed or draining): it gets no job,
+        while the numbering of the workers stays as it is.  Default: all
+        True.  At least one worker must be available, and the available
+        ones must still give every job its ``min_workers``.
 
     Attributes
     ----------
@@ -355,7 +360,18 @@ class Problem:
     worker_type : ndarray of int64, shape (K,)
         Type index of every worker.
     worker_throughput : ndarray of float64, shape (S, K)
-        ``rho[i, k] = throughput[i, worker_type[k]] * worker_speed[k]``.
+        ``rho[i, k] = throughput[i, worker_type[k]] * worker_speed[k]``, and 0
+        for every job on a down worker.
+    available : ndarray of bool, shape (K,)
+        The parameter (all True by default).
+    n_available : int
+        Number of available workers.
+    available_counts : ndarray of int64, shape (G,)
+        Available workers of each type (``type_counts`` when none is down).
+    class_speed : ndarray of float64, shape (K,)
+        ``worker_speed``, with 0 for a down worker: the key of the worker
+        classes, so workers of one type and one ``class_speed`` have the same
+        throughput column and a down worker never shares a class with an up one.
     work : ndarray of float64, shape (S,)
         ``w_i = iterations[i] * batch[i]`` (samples still to process).
     comm_time : ndarray of float64, shape (S, K + 1)
@@ -374,8 +390,9 @@ class Problem:
         outside the bounds is never chosen (``size_cost is comm_time`` when no
         size is excluded).
     uniform_speed : bool
-        True when every worker speed is 1, so workers of one type are
-        interchangeable (the type DP applies).
+        True when every worker speed is 1 and every worker is available, so
+        workers of one type are interchangeable.  The type DP also runs when
+        only the available workers all have speed 1 (on ``available_counts``).
 
     Raises
     ------
@@ -405,6 +422,7 @@ class Problem:
         type_names: "list[str] | None" = None,
         min_workers: "np.typing.ArrayLike | None" = None,
         max_workers: "np.typing.ArrayLike | None" = None,
+        available: "np.typing.ArrayLike | None" = None,
     ) -> None:
         # a pandas DataFrame brings its own labels (duck-typed: pandas stays optional)
         frame = not isinstance(throughput, np.ndarray) and hasattr(throughput, "columns") and hasattr(throughput, "index")
@@ -477,14 +495,24 @@ class Problem:
                 "rounds or split the cluster."
             )
 
-        usable = rho[:, counts > 0] > 0
+        worker_type = np.repeat(np.arange(G, dtype=np.int64), counts)
+        avail = self._available_iv(available, K, S, worker_type)
+        up_counts = counts if avail.all() else np.bincount(worker_type[avail], minlength=G).astype(np.int64)
+        usable = rho[:, up_counts > 0] > 0
         stranded = np.flatnonzero(~usable.any(axis=1))
         if stranded.size:
             i = int(stranded[0])
+            if avail.all():
+                raise InvalidProblemError(
+                    f"job {i} can run on no type present in the cluster: throughput[{i}] = "
+                    f"{rho[i].tolist()} with type_counts = {counts.tolist()}. Give it a positive "
+                    "throughput on a type that has workers, or remove the job."
+                )
             raise InvalidProblemError(
-                f"job {i} can run on no type present in the cluster: throughput[{i}] = "
-                f"{rho[i].tolist()} with type_counts = {counts.tolist()}. Give it a positive "
-                "throughput on a type that has workers, or remove the job."
+                f"job {i} can run on no type with an available worker: throughput[{i}] = "
+                f"{rho[i].tolist()} with available workers per type = {up_counts.tolist()} "
+                f"(type_counts = {counts.tolist()}, some marked False in available). Mark a worker "
+                "of a type it can run on available, or remove the job."
             )
 
         batch_arr = _per_job(batch, "batch", S, integer=True, names=job_labels)
@@ -536,10 +564,19 @@ class Problem:
         self.type_names = type_names
 
         self.n_jobs, self.n_types, self.n_workers = S, G, K
-        self.worker_type = _frozen(np.repeat(np.arange(G, dtype=np.int64), counts))
-        self.worker_throughput = _frozen(rho[:, self.worker_type] * speed[None, :])
+        self.worker_type = _frozen(worker_type)
+        self.available = _frozen(avail)
+        self.n_available = int(avail.sum())
+        self.available_counts = _frozen(up_counts)
+        wtp = rho[:, self.worker_type] * speed[None, :]
+        if self.n_available < K:
+            wtp[:, ~avail] = 0.0  # a down worker runs no job
+            self.class_speed = _frozen(np.where(avail, speed, 0.0))
+        else:
+            self.class_speed = self.worker_speed
+        self.worker_throughput = _frozen(wtp)
         self.work = _frozen(iters * batch_arr)
-        self.uniform_speed = bool(np.all(speed == 1.0))
+        self.uniform_speed = bool(np.all(speed == 1.0)) and self.n_available == K
         n = np.arange(K + 1, dtype=np.float64)
         frac = np.zeros(K + 1)
         frac[2:] = 2.0 * (n[2:] - 1.0) / n[2:]
@@ -568,6 +605,31 @@ class Problem:
         else:
             self._check_coverable()
         self._jct_alone = None
+
+    @staticmethod
+    def _available_iv(available, K, S, worker_type):
+        """``available`` as a (K,) bool array (all True when None), or raise."""
+        if available is None:
+            return np.ones(K, dtype=bool)
+        shape_text = f"one bool per worker, shape ({K},)"
+        arr = as_bool_array(available, "available", shape_text=shape_text, error=InvalidProblemTypeError)
+        if arr.shape != (K,):
+            raise InvalidProblemError(
+                f"available must have one bool per worker (sum of type_counts = {K}); got shape {arr.shape}."
+            )
+        up = int(arr.sum())
+        if up == 0:
+            raise InvalidProblemError(
+                f"available must mark at least one worker True; got all {K} workers down. "
+                "Mark the workers that can run jobs True."
+            )
+        if S > up:
+            raise InvalidProblemError(
+                f"a placement gives every job at least one worker, so n_jobs <= the available workers; "
+                f"got {S} jobs for {up} available workers ({K - up} of {K} are False in available). "
+                "Mark more workers available or place the jobs in several rounds."
+            )
+        return arr
 
     def _bounds_iv(self, min_workers, max_workers, batch, names):
         """``(min_workers, max_workers in force)`` as int64 (S,) arrays, or raise."""
@@ -603,34 +665,37 @@ class Problem:
 
     def _check_minima(self):
         """Raise unless some placement gives every job its min_workers (Hall's condition for demands)."""
-        allowed = (self.throughput > 0) & (self.type_counts > 0)[None, :]
-        room = allowed.astype(np.int64) @ self.type_counts
+        counts = self.available_counts
+        allowed = (self.throughput > 0) & (counts > 0)[None, :]
+        room = allowed.astype(np.int64) @ counts
         lo = self.min_workers
+        kind = "" if self.n_available == self.n_workers else "available "
         bad = np.flatnonzero(lo > room)
         if bad.size:
             i = int(bad[0])
             types = [self.type_names[g] for g in np.flatnonzero(allowed[i])]
             raise InvalidProblemError(
                 f"min_workers = {int(lo[i])} for job {i}, but the types it can run on ({', '.join(types)}) "
-                f"have only {int(room[i])} worker{'s' if room[i] != 1 else ''}. Lower its min_workers to at most {int(room[i])}, or "
+                f"have only {int(room[i])} {kind}worker{'s' if room[i] != 1 else ''}. Lower its min_workers to at most {int(room[i])}, or "
                 "give it a positive throughput on more types."
             )
-        _, short = min_worker_flow(allowed, self.type_counts, lo)
+        _, short = min_worker_flow(allowed, counts, lo)
         if short is not None:
             types = np.flatnonzero(allowed[short].any(axis=0))
-            have = int(self.type_counts[types].sum())
+            have = int(counts[types].sum())
             raise InvalidProblemError(
                 f"no placement gives every job its min_workers: jobs {_compact(short)} need "
                 f"{exact_int_sum(lo[short])} workers together (their min_workers), but the types they can "
-                f"run on ({', '.join(self.type_names[g] for g in types)}) have only {have}. Lower their "
-                "min_workers or add workers of those types."
+                f"run on ({', '.join(self.type_names[g] for g in types)}) have only {have}"
+                f"{'' if not kind else ' available'}. Lower their min_workers or add "
+                f"{kind}workers of those types."
             )
 
     # ------------------------------------------------------------------ checks
     def _check_coverable(self):
         """Raise when no placement can give every job one worker (Hall's condition)."""
         S = self.n_jobs
-        cap = self.type_counts.copy()
+        cap = self.available_counts.copy()
         can = self.throughput > 0
         owner = [[] for _ in range(self.n_types)]  # jobs currently holding a slot of type g
 
@@ -651,10 +716,12 @@ class Problem:
 
         for i in range(S):
             if not augment(i, np.zeros(self.n_types, dtype=bool)):
+                where = (f"type_counts = {self.type_counts.tolist()}" if self.n_available == self.n_workers
+                         else f"the available workers per type, {cap.tolist()} (available marks some down),")
                 raise InvalidProblemError(
                     f"no placement gives every job a worker: job {i} (and the jobs before it) "
-                    f"need more workers of the types they can run on than type_counts = "
-                    f"{self.type_counts.tolist()} provides. Add workers of those types or remove jobs."
+                    f"need more workers of the types they can run on than {where} "
+                    "provides. Add workers of those types or remove jobs."
                 )
 
     # ------------------------------------------------------------- quantities
@@ -667,8 +734,8 @@ class Problem:
             # size: the same array as sorting all K of them, in O(C log C + K) per job.
             # Sizes above max_workers cost inf and are never the best.
             K = self.n_workers
-            key = np.lexsort((self.worker_speed, self.worker_type))
-            g, s = self.worker_type[key], self.worker_speed[key]
+            key = np.lexsort((self.class_speed, self.worker_type))
+            g, s = self.worker_type[key], self.class_speed[key]
             new = np.ones(K, dtype=bool)
             new[1:] = (g[1:] != g[:-1]) | (s[1:] != s[:-1])
             starts = np.flatnonzero(new)
@@ -723,8 +790,12 @@ class Problem:
         return Problem(
             self.throughput, self.type_counts, self.batch, self.iterations, self.grad_bytes,
             self.bandwidth, worker_speed, self.job_names, self.type_names,
-            **self._bounds_dict(),
+            **self._bounds_dict(), **self._available_dict(),
         )
+
+    def _available_dict(self):
+        """``{"available": [...]}`` when some worker is down, else ``{}``."""
+        return {} if self.n_available == self.n_workers else {"available": self.available.tolist()}
 
     def _bounds_dict(self):
         """The size bounds as Problem arguments, only those that differ from the defaults."""
@@ -753,6 +824,7 @@ class Problem:
             "job_names": list(self.job_names),
             "type_names": list(self.type_names),
             **self._bounds_dict(),
+            **self._available_dict(),
         }
 
     @classmethod
@@ -785,8 +857,10 @@ class Problem:
 
     def __repr__(self):
         comm = "off" if not self.has_communication else f"{self.bandwidth:.3g} B/s"
-        speeds = "uniform" if self.uniform_speed else "per-worker"
+        speeds = "uniform" if bool(np.all(self.worker_speed == 1.0)) else "per-worker"
+        down = self.n_workers - self.n_available
+        avail = "" if not down else f", available={self.n_available} ({down} down: {_compact(np.flatnonzero(~self.available))})"
         return (
             f"Problem(n_jobs={self.n_jobs}, n_types={self.n_types}, n_workers={self.n_workers}, "
-            f"type_counts={_compact(self.type_counts)}, communication={comm}, speeds={speeds})"
+            f"type_counts={_compact(self.type_counts)}, communication={comm}, speeds={speeds}{avail})"
         )

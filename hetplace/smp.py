@@ -85,7 +85,7 @@ def centre_sizes(problem, iterations=60):
     """
     G = problem.n_types
     m = problem.type_counts.astype(float)
-    sbar = np.array([problem.worker_speed[problem.worker_type == g].mean() if m[g] > 0 else 0.0
+    sbar = np.array([problem.class_speed[problem.worker_type == g].mean() if m[g] > 0 else 0.0  # 0 when down
                      for g in range(G)])
     r = problem.throughput * sbar[None, :]
     allowed = (r > 0) & (m[None, :] > 0)
@@ -299,7 +299,7 @@ def worker_classes(problem, buckets=None):
     Classes are ordered by type, then by speed (ascending for exact classes,
     descending for buckets).
     """
-    t, sp = problem.worker_type, problem.worker_speed
+    t, sp = problem.worker_type, problem.class_speed  # 0 for a down worker: a class of its own
     K = t.size
     if buckets is None:
         key_order = (sp, t)
@@ -376,8 +376,8 @@ def _run(problem, cats, opts):
     out_wj = np.full((N, K), -1, dtype=np.int64)
     out_total = np.empty(N)
     out_stats = np.zeros((N, 3), dtype=np.int64)
-    common = (rho, problem.work, problem.size_cost, problem.worker_type, problem.worker_speed,
-              problem.uniform_speed)
+    common = (rho, problem.work, problem.size_cost, problem.worker_type, problem.class_speed,
+              problem.uniform_speed)  # uniform_speed is False when a worker is down
     ccommon = (rhoC, problem.work, problem.size_cost, mc)
     if market_cls:
         from ._core._matching_py import class_market_workspace_size
@@ -633,19 +633,19 @@ def smp_place(problem, seed=None, **options):
     from .categories import sample_categories
 
     opts = _iv(problem, options)
-    K, S = problem.n_workers, problem.n_jobs
+    S = problem.n_jobs
     if seed is None:
         seed = int(np.random.SeedSequence().entropy % (1 << 64))
     t0 = time.perf_counter()
     weighted = opts["sampling"] == "weighted"
     cats = sample_categories(
-        K, S, opts["samples"], seed=seed, exact=False, method=opts["sampling"],
+        problem.n_available, S, opts["samples"], seed=seed, exact=False, method=opts["sampling"],
         centre=_bounded_centre(problem) if weighted else None,
         **({"spread": opts["spread"]} if opts["spread"] is not None and weighted else {}),
         backend=opts["backend"],
     )
     cats = np.ascontiguousarray(
-        fit_sizes(cats, problem.max_workers, problem.min_workers, problem.n_workers), dtype=np.int64
+        fit_sizes(cats, problem.max_workers, problem.min_workers, problem.n_available), dtype=np.int64
     )
     t1 = time.perf_counter()
     with np.errstate(divide="ignore", invalid="ignore"):  # the python backend's numpy scalars, as IEEE (docs of _core._jit)

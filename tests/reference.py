@@ -24,6 +24,8 @@ def mean_jct_reference(problem, worker_job):
             return math.inf
         X = 0.0
         for k in workers:
+            if not getattr(problem, "available", np.ones(problem.n_workers, dtype=bool))[k]:
+                return math.inf  # a down worker runs no job (Problem(available=))
             r = problem.throughput[i, problem.worker_type[k]] * problem.worker_speed[k]
             if r <= 0:
                 return math.inf
