@@ -861,6 +861,14 @@ def _writing(path):
 def _problem_arg(problem):
     if not isinstance(problem, Problem):
         raise InvalidProblemTypeError(f"problem must be a hetplace.Problem; got {type(problem).__name__}.")
+    # the file formats have no fields for these yet: refuse rather than write a different problem
+    lost = [what for what, has in (("workers that are down (available)", problem.n_available < problem.n_workers),
+                                   ("size bounds (min_workers / max_workers)", problem.bounded)) if has]
+    if lost:
+        raise InvalidOptionError(
+            f"the cluster TOML / job CSV formats cannot hold {' or '.join(lost)}, so writing this problem "
+            "would lose them. Save it with json.dumps(problem.to_dict()) (read back with Problem.from_dict)."
+        )
 
 
 def _toml_str(s):

@@ -691,3 +691,13 @@ def test_problem_from_gavel_rejects_malformed_jobs_and_type_counts(jobs, counts)
 
     with pytest.raises(InvalidProblemError, match="jobs|type_counts|model"):
         problem_from_gavel(load_gavel(), jobs, counts)
+
+
+@pytest.mark.parametrize("extra", [dict(available=[True, False, True]), dict(min_workers=[1, 2], max_workers=[1, 2])])
+def test_writers_refuse_a_problem_whose_fields_the_files_cannot_hold(tmp_path, extra):
+    # write_cluster / write_jobs silently dropped available and the size bounds: the file read back was another problem
+    p = _hp.Problem([[1.0, 2.0], [3.0, 1.0]], [1, 2], [64, 64], [10, 10], **extra)
+    for write in (_hio.write_cluster, _hio.write_jobs):
+        with pytest.raises(_hp.HetplaceError, match=r"cannot hold .*Problem\.from_dict"):
+            write(tmp_path / "out", p)
+    assert _hp.Problem.from_dict(p.to_dict()).to_dict() == p.to_dict()
