@@ -84,7 +84,10 @@ def _check_all_methods(problem):
         if opt is not None:
             assert pl.mean_jct >= opt * (1 - 1e-9), f"{method} beats the brute-force optimum"
             if method == "exact" and pl.info.get("status") == "optimal":
-                assert pl.mean_jct == pytest.approx(opt, rel=1e-9), "exact says optimal but brute force disagrees"
+                # the DP and brute force are exact to rounding; a MILP "optimal" is verified to the
+                # relative tolerance solve_exact documents (1e-6; its verification refutes anything worse)
+                rel = 1e-9 if pl.info.get("exact_method") in ("dp", "brute") else 1e-6
+                assert pl.mean_jct == pytest.approx(opt, rel=rel), "exact says optimal but brute force disagrees"
 
 
 PARAMS = {
