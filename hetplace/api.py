@@ -19,7 +19,7 @@ METHODS = {
     "exact": ("exact_method", "solver", "time_limit", "threads"),
     "auto": ("latency_budget",),
     "smp": ("samples", "sampling", "matching", "polish", "polish_top", "fairness_tol", "max_rounds", "spread",
-            "speed_buckets", "backend", "threads"),
+            "speed_buckets", "backend", "threads", "restart_candidates"),
 }
 
 
@@ -66,7 +66,8 @@ def place(problem, method: str = "auto", seed: "int | None" = None, **options) -
     **options
         Method-specific options; ``"smp"`` takes ``samples``, ``sampling``,
         ``matching``, ``polish``, ``polish_top``, ``fairness_tol``,
-        ``max_rounds``, ``spread``, ``speed_buckets``, ``backend`` and ``threads`` (see :data:`hetplace.smp.SMP_DEFAULTS`);
+        ``max_rounds``, ``spread``, ``speed_buckets``, ``backend``, ``threads`` and ``restart_candidates``
+        (see :data:`hetplace.smp.SMP_DEFAULTS`);
         ``"auto"`` takes ``latency_budget``; ``"exact"`` takes ``exact_method``
         (``"auto"``, ``"dp"``, ``"milp"``, ``"brute"``), ``solver``,
         ``time_limit`` and ``threads``.  Unknown options are rejected.
