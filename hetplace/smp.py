@@ -705,7 +705,6 @@ def _keep_candidate(problem, restart, opts, seed):
     when those workers cannot hold them.
     """
     from .errors import InvalidProblemError
-    from .problem import Problem
 
     cur = problem.current
     keep = problem.can_keep.copy()
@@ -718,12 +717,7 @@ def _keep_candidate(problem, restart, opts, seed):
     if free.size < jobs.size:
         return None
     try:
-        sub = Problem(
-            problem.throughput[jobs], np.bincount(problem.worker_type[free], minlength=problem.n_types),
-            problem.batch[jobs], problem.iterations[jobs], problem.grad_bytes[jobs], problem.bandwidth,
-            problem.worker_speed[free], min_workers=problem.min_workers[jobs],
-            max_workers=problem.max_workers[jobs],
-        )
+        sub = problem._restrict(jobs, free)
     except InvalidProblemError:  # the left workers cannot give every job its minimum (or a usable type)
         return None
     sub_opts = {k: v for k, v in opts.items() if k != "restart_candidates"}
@@ -736,7 +730,9 @@ def _keep_candidate(problem, restart, opts, seed):
 
 def _keep_candidates(problem, opts, seed):
     """(E, K) int64: the keep candidates of a re-placement (docs/model.md §3.8)."""
-    rows = []
+    from .baselines import keep_greedy_placement
+
+    rows = [keep_greedy_placement(problem)]  # so SMP never does worse than that baseline
     for t, restart in enumerate(_keep_sets(problem, opts["restart_candidates"])):
         wj = _keep_candidate(problem, restart, opts, (seed * 0x9E3779B97F4A7C15 + t + 1) % (1 << 64))
         if wj is not None:

@@ -19,7 +19,7 @@ import hetplace as hp
 from hetplace._core._registry import BACKENDS, kernels, unavailable
 from hetplace.data import load_gavel
 from hetplace.errors import InvalidProblemError, InvalidProblemTypeError
-from hetplace.instances import gavel_instance, speeds_instance
+from hetplace.instances import replacement_instance
 from hetplace.smp import worker_classes
 
 AVAILABLE = [b for b in BACKENDS if unavailable(b) is None]
@@ -38,22 +38,9 @@ def _subset(problem, jobs, **extra):
 
 
 def replacement(seed, K, S, kind="arrival", speeds=False, current="exact"):
-    """A seeded re-placement: S jobs run (placed by ``current``), then one arrives or job 0 leaves.
-
-    Restart times are 1 % to 30 % of each running job's JCT in the running placement.
-    """
-    rng = np.random.default_rng(seed)
-    make = speeds_instance if speeds else gavel_instance
-    base = make(seed, K, S + 1, TABLE)
-    before = _subset(base, list(range(S)))
-    method = "exact" if current == "exact" else "random"
-    run = hp.place(before, method=method, seed=seed)
-    rt = rng.uniform(0.01, 0.30, S) * run.jct
-    cur = run.worker_job.copy()
-    if kind == "arrival":
-        return _subset(base, list(range(S + 1)), current=cur.tolist(), restart_time=np.append(rt, 0.0).tolist())
-    cur = np.where(cur > 0, cur - 1, -1)  # job 0 leaves: its workers are idle
-    return _subset(base, list(range(1, S)), current=cur.tolist(), restart_time=rt[1:].tolist())
+    """S jobs run, then one arrives or job 0 leaves (restart times 1 % to 30 % of the running JCTs)."""
+    return replacement_instance(seed, K, S, TABLE, family="speeds" if speeds else "gavel", event=kind,
+                                current=current)
 
 
 def independent_dp(problem):
