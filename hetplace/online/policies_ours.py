@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from .._validation import check_choice, check_positive_int, check_seed
+from .._validation import check_choice, check_positive_int, check_seed, is_real_scalar
 from ..errors import InvalidOptionError
 
 __all__ = ["SMPPolicy", "SMPRigidPolicy", "OUR_POLICIES", "ADMISSION"]
@@ -39,6 +39,13 @@ class SMPPolicy:
         wait this round.
     samples : int
         SMP samples per round (default 16).
+    restart_candidates : int
+        SMP's ``restart_candidates`` (running jobs tried as the only restart
+        of a keep candidate, each a small SMP run of its own; default 2).
+    restart_floor : float
+        Seconds of restart the policy's Problem charges at least, even when
+        the restart model says 0 (default 10): without it a restart is free
+        to SMP and jobs move between equivalent GPUs every round for nothing.
     seed : int
         Base seed; round ``r`` uses ``seed * 1_000_003 + r``.  ``reset(seed=)``
         from :func:`simulate` overrides it.
@@ -57,11 +64,18 @@ class SMPPolicy:
     name = "smp"
     rigid = False
 
-    def __init__(self, max_gpus=8, admission="las", samples=16, seed=0):
+    def __init__(self, max_gpus=8, admission="las", samples=16, restart_candidates=2, restart_floor=10.0, seed=0):
         self.max_gpus = check_positive_int("max_gpus", max_gpus, allow_none=False, maximum=4096)
         self.admission = check_choice("admission", admission, ADMISSION)
         self.samples = check_positive_int("samples", samples, allow_none=False)
         self.seed = check_seed(seed) or 0
+        rc = restart_candidates
+        if isinstance(rc, bool) or not isinstance(rc, int) or rc < 0:
+            raise InvalidOptionError(f"restart_candidates must be an integer >= 0; got {rc!r}.")
+        self.restart_candidates = rc
+        if not is_real_scalar(restart_floor) or not (0 <= float(restart_floor) < math.inf):
+            raise InvalidOptionError(f"restart_floor must be a finite number of seconds >= 0; got {restart_floor!r}.")
+        self.restart_floor = float(restart_floor)
         self._per_model = {}
         self.decision_log = []  # (n_active, n_admitted) per round
 
@@ -141,14 +155,15 @@ class SMPPolicy:
             rho[i], batch[i], grad[i] = r, b, comm * _BANDWIDTH
             iters[i] = max(s.remaining_steps, 1e-9)
             lo[i], hi[i] = self._bounds(s.job, cap)
-            rt[i] = state.progress.restart_time(s.job.model)
+            rt[i] = max(state.progress.restart_time(s.job.model), self.restart_floor)
             for g, idx in s.gpus.items():
                 if g in offset:
                     current[offset[g] + np.asarray(idx, dtype=np.int64)] = i
         problem = Problem(rho, counts, batch, iters, grad_bytes=grad, bandwidth=_BANDWIDTH,
                           min_workers=lo, max_workers=hi, current=current, restart_time=rt)
         seed = (self.seed * 1_000_003 + state.round_index) % 2**64
-        pl = place(problem, method="smp", seed=seed, threads=1, samples=self.samples)
+        pl = place(problem, method="smp", seed=seed, threads=1, samples=self.samples,
+                   restart_candidates=self.restart_candidates)
         wj = pl.worker_job
         wt = problem.worker_type
         out = {}

@@ -48,7 +48,9 @@ class ProgressModel:
 
     (the second term: a job never runs slower than its fastest single-type
     part alone).  So no allocation of N GPUs runs faster than the best figure
-    the table has for N or fewer GPUs of one type.  docs/online.md §2.
+    the table has for a job of one type on at most ``up(N)`` GPUs, ``up(N)``
+    the smallest measured count >= N (the largest count past the table).
+    docs/online.md §2.
     """
 
     def __init__(self, table, restart="none"):
@@ -175,5 +177,9 @@ class ProgressModel:
         return float(max(split, best))
 
     def bound(self, model, n_gpus):
-        """The fastest any allocation of at most ``n_gpus`` GPUs runs ``model`` under this model (steps/s)."""
-        return float(max(self.single_rates(model, g, n_gpus)[: n_gpus + 1].max() for g in self.types))
+        """An upper bound (steps/s) on ``model`` on any allocation of at most ``n_gpus`` GPUs under this model.
+
+        The best table figure of one type on at most ``up(n_gpus)`` GPUs (class Notes).
+        """
+        up = min([c for c in self.counts if c >= n_gpus] or [max(self.counts)])
+        return float(max(self.single_rates(model, g, up)[: up + 1].max() for g in self.types))
