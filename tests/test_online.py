@@ -340,3 +340,35 @@ def test_cluster_state_is_frozen(fifo_run):
     assert isinstance(state, ClusterState)
     with pytest.raises(AttributeError):
         state.time = 1.0
+
+
+# ------------------------------------------------------------------ command line
+def test_cli_simulate_writes_csv_json_and_plots(tmp_path, capsys):
+    from hetplace.cli import main
+
+    out = tmp_path / "sim"
+    code = main(["simulate", "--policy", "smp", "smp-rigid", "--rate", "30", "60", "--jobs", "12", "--cluster",
+                 "v100=8,p100=8,k80=8", "--executor", "serial", "--no-progress", "--out", str(out)])
+    assert code == 0
+    text = capsys.readouterr().out
+    assert "| smp-rigid | 60 |" in text
+    rows = (out / "summary.csv").read_text().splitlines()
+    assert len(rows) == 5 and rows[0].startswith("policy,rate,seed")
+    assert (out / "smp_rate30_seed0_jobs.csv").is_file()
+    doc = json.loads((out / "summary.json").read_text())
+    assert {r["policy"] for r in doc["rows"]} == {"smp", "smp-rigid"}
+    pytest.importorskip("matplotlib")
+    for name in ("jct_cdf.png", "avg_jct_vs_rate.png", "utilization.png"):
+        assert (out / name).stat().st_size > 0
+
+
+@pytest.mark.parametrize("argv, match", [
+    (["--cluster", "a100=4"], "a100"), (["--restart", "often"], "restart"), (["--policy", "nope"], "policy"),
+    (["--measure", "50:60", "--jobs", "10"], "measure"),
+])
+def test_cli_simulate_bad_input_is_one_line(tmp_path, capsys, argv, match):
+    from hetplace.cli import main
+
+    code = main(["simulate", "--jobs", "5", "--no-progress", "--out", str(tmp_path), *argv])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("hetplace: error:") and match in err and len(err.strip().splitlines()) == 1
