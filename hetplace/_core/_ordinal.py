@@ -44,9 +44,7 @@ __all__ = ["COMPILED", "ordinal_kernel", "ordinal_match"]
 #: True in the extension built by ``cythonize``; False when this source runs under Numba or as Python.
 COMPILED = cython.compiled
 
-#: A range of values wider than any float (then the values share one bucket).
-INF = cython.declare(cython.double, float("inf"))
-#: Smallest range of values per bucket that is spread over buckets (its inverse cannot overflow).
+#: Narrowest half range per bucket that is spread over buckets (its inverse cannot overflow).
 TINY = cython.declare(cython.double, 1e-300)
 
 
@@ -70,14 +68,15 @@ def _before(vals: cython.const[cython.double][:, ::1], i: cython.Py_ssize_t, a: 
 @cython.nogil
 @cython.exceptval(check=False)
 def _bucket(x: cython.double, vmin: cython.double, inv: cython.double, nb: cython.Py_ssize_t) -> cython.Py_ssize_t:
-    """Bucket of value ``x``: ``floor((x - vmin) * inv)`` clipped to ``nb - 1``.
+    """Bucket of value ``x``: ``floor((x / 2 - vmin / 2) * inv)`` clipped to ``nb - 1``.
 
-    A non-decreasing function of ``x`` (IEEE subtraction and multiplication by
-    ``inv >= 0`` round monotonically), so a higher bucket never holds a lower
-    value and equal values share a bucket; the exact order inside a bucket is
-    restored by :func:`_sort_range`.
+    A non-decreasing function of ``x`` (IEEE halving, subtraction and
+    multiplication by ``inv >= 0`` round monotonically), so a higher bucket
+    never holds a lower value and equal values share a bucket; the exact
+    order inside a bucket is restored by :func:`_sort_range`.  Halved, the
+    difference cannot overflow, whatever the finite values.
     """
-    y: cython.double = (x - vmin) * inv
+    y: cython.double = (x * 0.5 - vmin * 0.5) * inv
     b: cython.Py_ssize_t = nb - 1
     if y < b:
         b = int(y)
@@ -176,7 +175,7 @@ def _build_list(vals: cython.const[cython.double][:, ::1], lo: cython.double, i:
     x: cython.double
     vmin: cython.double = 0.0
     vmax: cython.double = 0.0
-    width: cython.double
+    half: cython.double
     inv: cython.double = 0.0
     for k in range(K):
         x = vals[i, k]
@@ -191,10 +190,10 @@ def _build_list(vals: cython.const[cython.double][:, ::1], lo: cython.double, i:
             tmp[n] = k
             n += 1
     nb = n
-    width = vmax - vmin
-    if width > 0.0 and width < INF and width >= nb * TINY:  # then 0 < nb / width <= 1 / TINY
-        inv = nb / width
-    else:  # one value, or a range no float scale spreads: one bucket
+    half = vmax * 0.5 - vmin * 0.5  # half the range: finite for any finite values
+    if half > 0.0 and half >= nb * TINY:  # then 0 < nb / half <= 1 / TINY
+        inv = nb / half
+    else:  # one value, or a range too narrow to spread: one bucket
         nb = 1
     fjob[0, i] = vmin
     fjob[1, i] = inv
