@@ -8,7 +8,7 @@ from ._validation import as_real_array, is_real_scalar
 from .errors import InvalidOptionError, InvalidPlacementError, InvalidProblemTypeError, MissingDependencyError
 from .problem import Problem, _compact
 
-__all__ = ["Placement", "evaluate", "is_feasible", "largest_remainder_shares"]
+__all__ = ["Placement", "evaluate", "is_feasible", "largest_remainder_shares", "restarted_jobs"]
 
 
 def _check_problem(problem):
@@ -99,6 +99,23 @@ def _worker_job_iv(problem, worker_job):
     return arr
 
 
+def restarted_jobs(problem: Problem, worker_job: np.ndarray) -> np.ndarray:
+    """(S,) bool: running jobs whose worker set in ``worker_job`` differs from ``problem.current``.
+
+    ``worker_job`` is trusted (a validated int64 (K,) array).  A worker whose
+    job changes restarts both its old and its new job; new jobs never restart.
+    """
+    S = problem.n_jobs
+    if not problem.replacing:
+        return np.zeros(S, dtype=bool)
+    cur = problem.current
+    moved = np.flatnonzero(worker_job != cur)
+    changed = np.zeros(S, dtype=bool)
+    for side in (cur[moved], worker_job[moved]):
+        changed[side[side >= 0]] = True
+    return changed & problem.running
+
+
 def is_feasible(problem: Problem, worker_job: "np.typing.ArrayLike") -> bool:
     """True when ``worker_job`` is a feasible placement of ``problem`` (docs/model.md §1.2)."""
     _check_problem(problem)
@@ -184,9 +201,17 @@ class Placement:
     compute_time, comm_time : ndarray of float64, shape (S,)
         Per-iteration compute ``Pi_i / X_i`` and ring all-reduce time.
     jct : ndarray of float64, shape (S,)
-        ``T_i (t_c + t_m)`` in seconds.
+        ``T_i (t_c + t_m)`` in seconds, plus ``restart_loss`` (the time a
+        restarted job loses finishes it that much later).
+    restarted : ndarray of bool, shape (S,)
+        True for a running job (``problem.running``) whose worker set differs
+        from ``problem.current`` in any way (docs/model.md §1.4).
+    restart_loss : ndarray of float64, shape (S,)
+        ``problem.restart_time`` where ``restarted``, else 0.
+    n_restarts : int
+        Number of restarted jobs.
     mean_jct : float
-        The objective.
+        The objective: the mean of ``jct``, restart losses included.
     shares : ndarray of int64, shape (K,)
         Samples per iteration of every worker (largest remainder; 0 when idle).
     slowdown : ndarray of float64, shape (S,)
@@ -228,7 +253,10 @@ class Placement:
             problem.iterations > 0, problem.comm_time[idx, self.n_workers] / problem.iterations, 0.0
         )
         self.comm_time = per_iter_comm
-        self.jct = problem.work / self.throughput + problem.comm_time[idx, self.n_workers]
+        self.restarted = restarted_jobs(problem, worker_job)
+        self.restart_loss = np.where(self.restarted, problem.restart_cost, 0.0)
+        self.n_restarts = int(self.restarted.sum())
+        self.jct = problem.work / self.throughput + problem.comm_time[idx, self.n_workers] + self.restart_loss
         self.mean_jct = float(self.jct.mean())
         self.shares = largest_remainder_shares(problem.batch, worker_job, rho)
         self.slowdown = self.jct / problem.jct_alone
@@ -297,6 +325,8 @@ class Placement:
                     "throughput": float(self.throughput[i]),
                     "jct": float(self.jct[i]),
                     "slowdown": float(self.slowdown[i]),
+                    **({"restarted": bool(self.restarted[i]), "restart_loss": float(self.restart_loss[i])}
+                       if p.replacing else {}),
                 }
                 for i in range(p.n_jobs)
             ],
@@ -329,6 +359,7 @@ class Placement:
             "throughput": self.throughput,
             "jct": self.jct,
             "slowdown": self.slowdown,
+            **({"restarted": self.restarted, "restart_loss": self.restart_loss} if p.replacing else {}),
         }
         return pd.DataFrame(data).set_index("job")
 
@@ -337,9 +368,10 @@ class Placement:
         p = self.problem
         name_w = max(4, max(len(n) for n in p.job_names))
         types = [f"{t:>6}" for t in p.type_names]
+        restart_head = f" {'restart':>8}" if p.replacing else ""
         lines = [
             f"{'job':<{name_w}} {'n':>4} " + " ".join(types)
-            + f" {'samples/s':>11} {'JCT (s)':>12} {'slowdown':>9}  shares per worker"
+            + f" {'samples/s':>11} {'JCT (s)':>12} {'slowdown':>9}{restart_head}  shares per worker"
         ]
         for i in range(p.n_jobs):
             ws = np.flatnonzero(self.worker_job == i)
@@ -351,12 +383,16 @@ class Placement:
             lines.append(
                 f"{p.job_names[i]:<{name_w}} {self.n_workers[i]:>4} "
                 + " ".join(f"{c:>6}" for c in self.type_counts[i])
-                + f" {self.throughput[i]:>11.1f} {self.jct[i]:>12.1f} {self.slowdown[i]:>9.3f}  {share_txt}"
+                + f" {self.throughput[i]:>11.1f} {self.jct[i]:>12.1f} {self.slowdown[i]:>9.3f}"
+                + (("" if not p.replacing else
+                    f" {('+' + format(self.restart_loss[i], '.0f') + 's') if self.restarted[i] else ('kept' if p.running[i] else 'new'):>8}"))
+                + f"  {share_txt}"
             )
         idle = int(np.sum(self.worker_job < 0))
+        restarts = f" | restarts {self.n_restarts} of {int(p.running.sum())} running" if p.replacing else ""
         lines.append(
             f"mean JCT {self.mean_jct:.1f} s | fairness (Jain) {self.fairness:.3f} | "
-            f"worst slowdown {self.worst_slowdown:.3f} | idle workers {idle} | method {self.method}"
+            f"worst slowdown {self.worst_slowdown:.3f} | idle workers {idle}{restarts} | method {self.method}"
         )
         return "\n".join(lines)
 
@@ -366,7 +402,8 @@ class Placement:
     def __repr__(self):
         return (
             f"Placement(method={self.method!r}, mean_jct={self.mean_jct:.6g}, "
-            f"fairness={self.fairness:.3f}, n_workers={_compact(self.n_workers)})"
+            f"fairness={self.fairness:.3f}, n_workers={_compact(self.n_workers)}"
+            + (f", restarts={self.n_restarts}" if self.problem.replacing else "") + ")"
         )
 
 

@@ -24,7 +24,7 @@ MAX_TABLE_CELLS = 2**29
 #: Keys of :meth:`Problem.to_dict` (the parameters of :class:`Problem`).
 _REQUIRED_KEYS = ("throughput", "type_counts", "batch", "iterations")
 _OPTIONAL_KEYS = ("grad_bytes", "bandwidth", "worker_speed", "job_names", "type_names",
-                  "min_workers", "max_workers", "available")
+                  "min_workers", "max_workers", "available", "current", "restart_time")
 
 
 def _index_arg(name, value, lo, hi, what):
@@ -352,6 +352,18 @@ class Problem:
         while the numbering of the workers stays as it is.  Default: all
         True.  At least one worker must be available, and the available
         ones must still give every job its ``min_workers``.
+    current : array_like of int, shape (K,), optional
+        The running placement: job index of every worker, -1 for none
+        (docs/model.md §1.4).  A job with no worker in ``current`` is new; one
+        with workers is running.  A running job's current workers must be of
+        types it can run on; some may be down (then it cannot keep them).
+        Default: no job is running.
+    restart_time : float or array_like of float, shape (S,), optional
+        Seconds a running job loses (checkpoint, restart, warm-up) when its
+        worker set changes in any way: other workers, more or fewer.  ``>= 0``
+        (a scalar applies to every job); ignored for new jobs.  Default 0.
+        The objective becomes the mean over jobs of
+        ``JCT_i + restart_time_i * restarted_i``.
 
     Attributes
     ----------
@@ -389,6 +401,18 @@ class Problem:
         ``n > max_workers[i]``: the cost table the kernels use, so a size
         outside the bounds is never chosen (``size_cost is comm_time`` when no
         size is excluded).
+    current : ndarray of int64, shape (K,)
+        The parameter (all -1 by default).
+    running : ndarray of bool, shape (S,)
+        True for a job with a worker in ``current``.
+    restart_cost : ndarray of float64, shape (S,)
+        ``restart_time`` for running jobs, 0 for new ones: what a job pays when
+        its worker set differs from ``current``.
+    can_keep : ndarray of bool, shape (S,)
+        True for a running job that may keep exactly its current workers: all
+        of them available and their number within its size bounds.
+    replacing : bool
+        True when some job is running (a re-placement, docs/model.md §1.4).
     uniform_speed : bool
         True when every worker speed is 1 and every worker is available, so
         workers of one type are interchangeable.  The type DP also runs when
@@ -423,6 +447,8 @@ class Problem:
         min_workers: "np.typing.ArrayLike | None" = None,
         max_workers: "np.typing.ArrayLike | None" = None,
         available: "np.typing.ArrayLike | None" = None,
+        current: "np.typing.ArrayLike | None" = None,
+        restart_time: "np.typing.ArrayLike | None" = None,
     ) -> None:
         # a pandas DataFrame brings its own labels (duck-typed: pandas stays optional)
         frame = not isinstance(throughput, np.ndarray) and hasattr(throughput, "columns") and hasattr(throughput, "index")
@@ -604,7 +630,61 @@ class Problem:
             self._check_minima()
         else:
             self._check_coverable()
+        self._restart_iv(current, restart_time, job_labels)
         self._jct_alone = None
+
+    def _restart_iv(self, current, restart_time, names):
+        """Set ``current``, ``running``, ``restart_time``, ``restart_cost``, ``can_keep``, or raise."""
+        S, K = self.n_jobs, self.n_workers
+        if current is None:
+            cur = np.full(K, -1, dtype=np.int64)
+        else:
+            if isinstance(current, (str, bytes)):
+                raise InvalidProblemTypeError(
+                    f"current must be {K} integers (job index per worker, -1 for none); got a string."
+                )
+            raw = as_real_array(current, "current", what="integer job indices (-1 for none)",
+                                shape_text=f"{K} integers, one job index per worker", error=InvalidProblemTypeError)
+            if raw.shape != (K,):
+                raise InvalidProblemError(
+                    f"current must have one job index per worker (sum of type_counts = {K}); got shape {raw.shape}."
+                )
+            f = raw.astype(np.float64) if raw.dtype.kind != "O" else np.array([float(v) for v in raw.tolist()])
+            bad = np.flatnonzero(~np.isfinite(f) | (f != np.round(f)) | (f < -1) | (f >= S))
+            if bad.size:
+                k = int(bad[0])
+                raise InvalidProblemError(
+                    f"current[{k}] = {raw.tolist()[k]!r} is not a job index: use 0..{S - 1} for the job "
+                    "worker k runs now, or -1 for none."
+                )
+            cur = f.astype(np.int64)
+            busy = np.flatnonzero(cur >= 0)
+            dead = busy[self.throughput[cur[busy], self.worker_type[busy]] <= 0]
+            if dead.size:
+                k = int(dead[0])
+                raise InvalidProblemError(
+                    f"current[{k}] = {int(cur[k])}, but job {int(cur[k])} cannot run on worker {k}'s type "
+                    f"{self.type_names[self.worker_type[k]]} (throughput 0), so it cannot be running there. "
+                    "Fix current, or the throughput table."
+                )
+        held = np.bincount(cur[cur >= 0], minlength=S)
+        running = held > 0
+        rt = _per_job(restart_time, "restart_time", S, default=0.0, positive=False, names=names)
+        if current is None and restart_time is not None and (rt > 0).any():
+            raise InvalidProblemError(
+                "restart_time is given but current is not: without a running placement no job can restart. "
+                "Pass current (the job index of every worker now, -1 for none) as well."
+            )
+        lost = np.zeros(S, dtype=bool)  # a running job with a current worker that is down
+        if not self.available.all():
+            np.logical_or.at(lost, cur[(cur >= 0) & ~self.available], True)
+        keep = running & ~lost & (held >= self.min_workers) & (held <= self.max_workers)
+        self.current = _frozen(cur)
+        self.running = _frozen(running)
+        self.restart_time = _frozen(rt)
+        self.restart_cost = _frozen(np.where(running, rt, 0.0))
+        self.can_keep = _frozen(keep)
+        self.replacing = bool(running.any())
 
     @staticmethod
     def _available_iv(available, K, S, worker_type):
@@ -790,8 +870,30 @@ class Problem:
         return Problem(
             self.throughput, self.type_counts, self.batch, self.iterations, self.grad_bytes,
             self.bandwidth, worker_speed, self.job_names, self.type_names,
-            **self._bounds_dict(), **self._available_dict(),
+            **self._bounds_dict(), **self._available_dict(), **self._restart_dict(),
         )
+
+    def _restrict(self, jobs, workers):
+        """The problem of ``jobs`` alone on ``workers`` (ascending indices), none of them running.
+
+        Worker ``t`` of the result is ``workers[t]`` here (numbering by type
+        is kept: workers are numbered type by type).  Raises
+        :class:`InvalidProblemError` when those workers cannot hold those jobs.
+        """
+        jobs, workers = np.asarray(jobs, dtype=np.int64), np.asarray(workers, dtype=np.int64)
+        return Problem(
+            self.throughput[jobs], np.bincount(self.worker_type[workers], minlength=self.n_types),
+            self.batch[jobs], self.iterations[jobs], self.grad_bytes[jobs], self.bandwidth,
+            self.worker_speed[workers], [self.job_names[j] for j in jobs], self.type_names,
+            min_workers=self.min_workers[jobs], max_workers=self.max_workers[jobs],
+            available=self.available[workers] if self.n_available < self.n_workers else None,
+        )
+
+    def _restart_dict(self):
+        """``current`` and ``restart_time`` as Problem arguments when some job is running, else ``{}``."""
+        if not self.replacing:
+            return {}
+        return {"current": self.current.tolist(), "restart_time": self.restart_time.tolist()}
 
     def _available_dict(self):
         """``{"available": [...]}`` when some worker is down, else ``{}``."""
@@ -825,6 +927,7 @@ class Problem:
             "type_names": list(self.type_names),
             **self._bounds_dict(),
             **self._available_dict(),
+            **self._restart_dict(),
         }
 
     @classmethod
@@ -860,7 +963,8 @@ class Problem:
         speeds = "uniform" if bool(np.all(self.worker_speed == 1.0)) else "per-worker"
         down = self.n_workers - self.n_available
         avail = "" if not down else f", available={self.n_available} ({down} down: {_compact(np.flatnonzero(~self.available))})"
+        run = "" if not self.replacing else f", running={int(self.running.sum())}"
         return (
             f"Problem(n_jobs={self.n_jobs}, n_types={self.n_types}, n_workers={self.n_workers}, "
-            f"type_counts={_compact(self.type_counts)}, communication={comm}, speeds={speeds}{avail})"
+            f"type_counts={_compact(self.type_counts)}, communication={comm}, speeds={speeds}{avail}{run})"
         )
