@@ -29,7 +29,7 @@ import numpy as np
 
 from .errors import InvalidOptionError, InvalidProblemTypeError, MissingDependencyError, SolverError
 from ._validation import check_time_limit
-from .placement import evaluate, is_feasible
+from .placement import current_counts, evaluate, is_feasible, realise_counts
 from .problem import Problem
 
 __all__ = [
@@ -410,19 +410,20 @@ def _solve_dp(problem, t0, verbose):
 
     counts = problem.available_counts  # the DP runs on the available workers only
     radix = np.ascontiguousarray(counts + 1, dtype=np.int64)
+    stride = np.cumprod(np.concatenate(([1], radix[:-1])))
+    members = [np.flatnonzero((problem.worker_type == g) & problem.available) for g in range(problem.n_types)]
+    penalty, keep = _dp_keep(problem, members, stride)
     total, choice = type_dp(
         np.ascontiguousarray(problem.throughput, dtype=np.float64),
         np.ascontiguousarray(problem.work, dtype=np.float64),
         np.ascontiguousarray(problem.size_cost, dtype=np.float64),  # inf above max_workers
-        radix,
+        radix, penalty, keep,
     )
     if not np.isfinite(total):  # pragma: no cover - Problem() rejects uncoverable instances
         return ExactResult("infeasible", "the type DP found no feasible placement", None, None,
                            time.perf_counter() - t0, "dp", "dp")
-    stride = np.cumprod(np.concatenate(([1], radix[:-1])))
     y = (choice[:, None] // stride[None, :]) % radix[None, :]  # (S, G) type counts
-    worker_job = _worker_job_from_counts(problem, y, [np.flatnonzero((problem.worker_type == g) & problem.available)
-                                                      for g in range(problem.n_types)])
+    worker_job = realise_counts(problem, y, members)
     states, work = dp_size(problem)
     info = {"states": states, "transitions": work, "dp_total_jct": float(total)}
     placement = evaluate(problem, worker_job, method="exact", info=info)
@@ -433,17 +434,20 @@ def _solve_dp(problem, t0, verbose):
                        "dp", "dp", info)
 
 
-def _worker_job_from_counts(problem, counts, members):
-    """Give job i ``counts[i, c]`` workers of ``members[c]``, in worker-index order."""
-    worker_job = np.full(problem.n_workers, -1, dtype=np.int64)
-    nxt = [0] * len(members)
-    for i in range(counts.shape[0]):
-        for c in range(counts.shape[1]):
-            n = int(counts[i, c])
-            if n:
-                worker_job[members[c][nxt[c]:nxt[c] + n]] = i
-                nxt[c] += n
-    return worker_job
+def _dp_keep(problem, members, stride):
+    """The type DP's restart option (docs/model.md §1.4): ``penalty`` (S,) and ``keep`` (S,).
+
+    ``penalty`` is ``problem.restart_cost``; ``keep[i]`` is the state index of
+    job i's current type counts (``stride``: the DP's mixed radix) when it
+    may keep its workers (``problem.can_keep``), else -1.  Available workers
+    of one type are interchangeable here (the DP runs only when they all
+    have speed 1), so any vector equal to those counts is realised with the
+    job's own workers (:func:`hetplace.placement.realise_counts`).
+    """
+    penalty = np.ascontiguousarray(problem.restart_cost, dtype=np.float64)
+    have = current_counts(problem, members)  # (S, G) over the available workers
+    keep = np.where(problem.can_keep, have @ stride, -1).astype(np.int64)
+    return penalty, np.ascontiguousarray(keep)
 
 
 # ---------------------------------------------------------------- brute force
@@ -462,6 +466,8 @@ def _solve_brute(problem, t0, verbose):
         np.ascontiguousarray(problem.worker_throughput, dtype=np.float64),
         np.ascontiguousarray(problem.work, dtype=np.float64),
         np.ascontiguousarray(problem.size_cost, dtype=np.float64),  # inf above max_workers
+        np.ascontiguousarray(problem.current, dtype=np.int64),
+        np.ascontiguousarray(problem.restart_cost, dtype=np.float64),
         best,
     )
     if not np.isfinite(total):  # pragma: no cover - Problem() rejects uncoverable instances
@@ -924,7 +930,7 @@ def _solve_milp(problem, solver_key, time_limit, threads, verbose, t0, grouping=
             for j, (c, b, _) in enumerate(row):
                 if h["z"][i][j].solution_value() > 0.5:
                     counts[i, c] += 2 ** b
-        worker_job = _worker_job_from_counts(problem, counts, h["members"])
+        worker_job = realise_counts(problem, counts, h["members"])
         milp_objective = solver.Objective().Value() * h["scale"]
         info["milp_objective"] = milp_objective
         if is_feasible(problem, worker_job):
