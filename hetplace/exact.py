@@ -553,8 +553,45 @@ def _incumbent(problem):
 
     Every valid Problem has one (it validates coverability), so this is the
     witness against any "infeasible" claim, the upper bound that prunes the MILP
-    and the cross-check of every "optimal" one.
+    and the cross-check of every "optimal" one.  With running jobs, the
+    placement that keeps every job that may keep its workers
+    (:func:`_keep_incumbent`) is tried too and the better one returned.
     """
+    greedy = _greedy_incumbent(problem)
+    kept = _keep_incumbent(problem) if problem.replacing else None
+    return greedy if kept is None or kept.mean_jct >= greedy.mean_jct else kept
+
+
+def _keep_incumbent(problem):
+    """Jobs that may keep their workers keep them; the others share the rest greedily.
+
+    The others (new jobs, and running ones that cannot keep) form a problem on
+    the workers left free, placed by :func:`_greedy_incumbent`.  None when
+    that problem has no placement (the kept jobs hold workers the others need).
+    """
+    from .errors import InvalidProblemError
+
+    cur = problem.current
+    kept = (cur >= 0) & problem.can_keep[np.maximum(cur, 0)]
+    worker_job = np.where(kept, cur, -1)
+    rest = np.flatnonzero(~problem.can_keep)
+    if rest.size:
+        try:
+            sub = Problem(
+                problem.throughput[rest], problem.type_counts, problem.batch[rest], problem.iterations[rest],
+                problem.grad_bytes[rest], problem.bandwidth, problem.worker_speed,
+                min_workers=problem.min_workers[rest], max_workers=problem.max_workers[rest],
+                available=problem.available & ~kept,
+            )
+        except InvalidProblemError:
+            return None
+        placed = _greedy_incumbent(sub).worker_job
+        worker_job[placed >= 0] = rest[placed[placed >= 0]]
+    return evaluate(problem, worker_job, method="exact")
+
+
+def _greedy_incumbent(problem):
+    """The greedy baseline (which ignores restarts), trimmed to ``max_workers``."""
     from .baselines import greedy_placement
 
     worker_job = np.array(greedy_placement(problem), dtype=np.int64)
@@ -575,7 +612,10 @@ def _improve_by_moves(problem, placement, rel, deadline=math.inf, max_steps=100)
     while one lowers the mean JCT by more than ``rel`` (relative), each
     confirmed by :func:`evaluate`.  Returns the best placement found (the
     input itself when no step pays): a claimed optimum that a step improves is
-    not an optimum.
+    not an optimum.  With running jobs a step is priced with the restart
+    losses (docs/model.md §1.4): every job it touches is charged its
+    ``restart_cost``, so a step that returns a job to its current set is
+    priced too high and may be missed (a heuristic; :func:`evaluate` decides).
     """
     S, K = problem.n_jobs, problem.n_workers
     rho, work, cost = problem.worker_throughput, problem.work, problem.size_cost
@@ -587,6 +627,10 @@ def _improve_by_moves(problem, placement, rel, deadline=math.inf, max_steps=100)
             wj = np.asarray(best.worker_job)
             X, n = best.throughput, best.n_workers
             cur = work / X + cost[np.arange(S), n]
+            if problem.replacing:
+                # every delta below is "new cost - cur": a touched job pays restart_cost
+                # after the step, and what it pays now (restart_cost if restarted) before
+                cur = cur + problem.restart_cost * best.restarted - problem.restart_cost
             busy = wj >= 0
             own = np.where(busy, wj, 0)
             r_own = rho[own, np.arange(K)]
@@ -665,12 +709,7 @@ def _build_milp(pywraplp, solver_id, problem, upper=None, deadline=math.inf, gro
     # coefficients in a range the solvers represent exactly (CP-SAT scales the
     # objective to integers; a 1e13 s size next to 1e-6 shares rounds the shares
     # away), and bounds tau_i.  The slack (1e-9 of the total) absorbs round-off.
-    alone = problem.jct_alone
-    if upper is None:
-        j_max = np.full(S, np.inf)
-    else:
-        total = S * float(upper)
-        j_max = total - (float(alone.sum()) - alone) + 1e-9 * total
+    j_max = _jct_caps(problem, upper)
     r_sorted, sizes = [], []  # per job: usable rates fastest first; sizes kept in the model
     n_max = []  # largest size kept for job i
     tau_lo, tau_hi = [], []  # bounds of tau_i = r_hat_i / X_i
@@ -690,6 +729,15 @@ def _build_milp(pywraplp, solver_id, problem, upper=None, deadline=math.inf, gro
             # compute time work_i / X_i <= JCT_i <= j_max_i bounds X_i from below
             hi = min(hi, r_hat[i] * j_max[i] / problem.work[i])
         tau_hi.append(max(hi, r_hat[i] / r[:n_max[i]].sum()) * (1.0 + slack))
+    # Restarts (docs/model.md §1.4): a job keeps its workers exactly when its class
+    # counts equal its current ones (cur[i, c]), so one binary keep_i per running job
+    # that may keep them; the others pay restart_cost_i whatever the placement.
+    # Keeping is a size held_i placement, so it is left out (the job always pays)
+    # when that size cannot beat the incumbent (held_i not in sizes[i]).
+    cur = current_counts(problem, members)
+    held = cur.sum(axis=1)
+    keepable = [bool(problem.can_keep[i] and problem.restart_cost[i] > 0 and held[i] in sizes[i])
+                for i in range(S)]
     items = []  # per job: (class, bit, a = 2^b r_ic / r_hat_i)
     for i in range(S):
         _check_clock(deadline)
@@ -725,6 +773,7 @@ def _build_milp(pywraplp, solver_id, problem, upper=None, deadline=math.inf, gro
         {n: solver.BoolVar(f"u_{i}_{n}") for n in sizes[i]} if with_comm[i] else None
         for i in range(S)
     ]
+    keep = [solver.BoolVar(f"keep_{i}") if keepable[i] else None for i in range(S)]
 
     # ---------------------------------------------------------------- constraints
     inf = solver.infinity()
@@ -781,6 +830,19 @@ def _build_milp(pywraplp, solver_id, problem, upper=None, deadline=math.inf, gro
             row(1, 1, [(v, 1) for v in u[i].values()])
             row(0, 0, [(v, n) for n, v in u[i].items()]
                 + [(z[i][j], -(2 ** b)) for j, (_, b, _) in enumerate(items[i])])
+    # keep_i = 1 forces n_ic = cur_ic on every class: n_ic >= cur_ic keep_i where the
+    # job runs now, and n_i <= held_i keep_i + n_max_i (1 - keep_i), so with keep_i = 1
+    # no class gets more (cur_ic = 0 where the job has rate 0: its classes hold all of
+    # its current workers, as can_keep says they are up)
+    for i in range(S):
+        if keep[i] is None:
+            continue
+        _check_clock(deadline)
+        for c in np.flatnonzero(cur[i]):
+            row(0, inf, [(z[i][j], 2 ** b) for j, (cc, b, _) in enumerate(items[i]) if cc == c]
+                + [(keep[i], -int(cur[i, c]))])
+        row(-inf, n_max[i], [(z[i][j], 2 ** b) for j, (_, b, _) in enumerate(items[i])]
+            + [(keep[i], n_max[i] - int(held[i]))])
     # tangent cuts of the convex 1/X: valid inequalities that only tighten the LP.
     # Tangent points below _CUT_X_MIN (a job's aggregate under 1e-3 of its fastest
     # worker) would need coefficients up to 1/x0^2 that solvers cannot represent;
@@ -815,20 +877,43 @@ def _build_milp(pywraplp, solver_id, problem, upper=None, deadline=math.inf, gro
                     row(2.0 / x0, inf, [(tau[i], sigma[i])] + [(v, a / (x0 * x0)) for v, a in x_terms])
 
     # ---------------------------------------------------------------- objective
-    # (1 / (S * scale)) * sum_i (w_i / r_hat_i * tau_i + sum_n comm_time[i, n] u_in)
+    # (1 / (S * scale)) * sum_i (w_i / r_hat_i * tau_i + sum_n comm_time[i, n] u_in
+    #                           + restart_cost_i (1 - keep_i))   (keep_i = 0 if absent)
     objective = solver.Objective()
     for i in range(S):
         objective.SetCoefficient(tau[i], coef[i] * sigma[i])
         if u[i] is not None:
             for n, v in u[i].items():
                 objective.SetCoefficient(v, problem.comm_time[i, n] / (S * scale))
+        if keep[i] is not None:
+            objective.SetCoefficient(keep[i], -float(problem.restart_cost[i]) / (S * scale))
+    if problem.replacing:
+        objective.SetOffset(float(problem.restart_cost.sum()) / (S * scale))  # the solvers report it too
     objective.SetMinimization()
     _check_clock(deadline)
     handles = {"z": z, "items": items, "members": members, "scale": scale, "n_classes": C, "nnz": nnz[0],
+               "n_keep": sum(v is not None for v in keep),
                "sizes_kept": int(sum(len(s) for s in sizes)),
                "sizes_usable": int(sum(min(c, r.size, int(m)) - int(lo) + 1
                                        for c, r, m, lo in zip(cap, r_sorted, problem.max_workers, n_lo)))}
     return solver, handles
+
+
+def _jct_caps(problem, upper):
+    """(S,): the largest JCT_i, restart loss excluded, of a placement whose mean is at most ``upper``.
+
+    Every placement has ``S * mean = sum_j (JCT_j + loss_j)`` with ``JCT_j >=
+    jct_alone_j`` and ``loss_j >= restart_cost_j`` for every running job that
+    cannot keep its workers (it restarts in every placement), so
+    ``JCT_i <= S * upper - sum_{j != i} jct_alone_j - sum_j forced_j``.  The
+    slack (1e-9 of the total) absorbs round-off.  ``inf`` when ``upper`` is None.
+    """
+    if upper is None:
+        return np.full(problem.n_jobs, np.inf)
+    alone = problem.jct_alone
+    total = problem.n_jobs * float(upper)
+    forced = float(np.sum(problem.restart_cost[problem.running & ~problem.can_keep]))
+    return total - (float(alone.sum()) - alone) - forced + 1e-9 * total
 
 
 def _tangent_points(lo, hi, count):
@@ -914,6 +999,7 @@ def _solve_milp(problem, solver_key, time_limit, threads, verbose, t0, grouping=
         "n_classes": h["n_classes"],
         "sizes_kept": h["sizes_kept"],
         "sizes_usable": h["sizes_usable"],
+        "n_keep": h["n_keep"],
         "build_time": build_time,
         "solve_time": solve_time,
         "solver_status_code": int(code),
