@@ -161,33 +161,27 @@ def realise_counts(problem: Problem, counts: np.ndarray, members: "list[np.ndarr
     -----
     docs/model.md §1.4.  A job whose row equals its current counts
     (:func:`current_counts`) and whose current workers all lie in the classes
-    gets exactly its current workers, so it is not restarted: the current
-    sets are disjoint, so all such jobs can have theirs at once, and the
-    other jobs still find enough workers in what is left.  Every other job
-    takes first its own current workers of the class (fewest physical moves;
-    lowest index first), then free workers in index order, jobs in index
-    order.  Without running jobs this is plain index order: job 0 takes the
-    first workers of every class, job 1 the next, and so on.  The one routine
-    that turns counts into workers for the type DP, the MILP and SMP.
+    gets exactly its current workers, so it is not restarted.  Class by
+    class, every job first takes its own current workers of the class, as
+    many as it needs (lowest index first); the current sets are disjoint, so
+    no job takes another's here, and a job whose counts equal its current
+    ones is done.  Then the jobs still short take free workers in index order,
+    jobs in index order.  So jobs that change also keep as many of their
+    workers as they can (fewest physical moves).  Without running jobs this is
+    plain index order: job 0 takes the first workers of every class, job 1
+    the next, and so on.  The one routine that turns counts into workers for
+    the type DP, the MILP and SMP.
     """
-    S, C = counts.shape
     worker_job = np.full(problem.n_workers, -1, dtype=np.int64)
     need = np.array(counts, dtype=np.int64, copy=True)
     cur = problem.current
-    if problem.replacing:
-        have = current_counts(problem, members)
-        held = np.bincount(cur[cur >= 0], minlength=S)
-        keeps = problem.running & (have.sum(axis=1) == held) & np.all(need == have, axis=1)
-        mine = (cur >= 0) & keeps[np.maximum(cur, 0)]
-        worker_job[mine] = cur[mine]  # kept jobs: exactly their current workers
-        need[keeps] = 0
     for c, m in enumerate(members):
         jobs = np.flatnonzero(need[:, c])
         if jobs.size == 0:
             continue
         if problem.replacing:
             owner = cur[m]
-            for i in jobs:  # own current workers of the class first
+            for i in jobs:  # own current workers of the class first (the sets are disjoint)
                 take = m[owner == i][: need[i, c]]
                 worker_job[take] = i
                 need[i, c] -= take.size

@@ -35,7 +35,7 @@ from reference import mean_jct_reference
 
 REL = 1e-9  # SCIP / HiGHS / DP vs brute force (relative, on the mean JCT)
 CPSAT_REL = 1e-5  # CP-SAT's continuous variables live on a 1e-6 grid (hetplace.exact)
-N_INSTANCES = 40  # per family
+N_INSTANCES = 120  # per family (arrivals; departures: half as many)
 BASELINE = os.path.join(os.path.dirname(__file__), "data", "restart_exact_baseline.json")
 SOLVERS = ("scip", "highs", "cp-sat")
 
@@ -325,6 +325,110 @@ def test_auto_still_runs_the_dp():
     p = arrival(2, False)
     assert solve_exact(p).method == "dp"
     assert solve_exact(arrival(2, True)).method == "milp"
+
+
+
+def test_zero_restart_time_changes_no_optimum():
+    # current given but free restarts: the same optimum as a fresh placement
+    for seed in range(0, N_INSTANCES, 2):
+        p = arrival(seed, seed % 4 == 0)
+        free = Problem.from_dict({**p.to_dict(), "restart_time": 0.0})
+        fresh = Problem.from_dict({k: v for k, v in p.to_dict().items() if k not in ("current", "restart_time")})
+        for method in ("brute", "milp") + (("dp",) if exact._dp_refusal(p) is None else ()):
+            a, b = solve_exact(free, method=method), solve_exact(fresh, method=method)
+            assert _close(a.objective, b.objective), (seed, method)
+
+
+@pytest.mark.parametrize("method,solver", [("brute", "scip"), ("dp", "scip")] + [("milp", s) for s in SOLVERS])
+def test_costly_restarts_keep_every_job_after_a_departure(method, solver):
+    # after a departure every running job can keep its workers at once; at 1000x
+    # its JCT a restart never pays, so the optimum restarts no job
+    if method == "milp" and solver not in _solvers():
+        pytest.skip(f"this OR-Tools build has no {solver}")
+    for seed in range(N_INSTANCES // 2):
+        base = departure(seed, method != "dp")
+        assert base.can_keep[base.running].all()
+        kept = evaluate(base, base.current)
+        p = Problem.from_dict({**base.to_dict(), "restart_time": (1e3 * kept.jct).tolist()})
+        res = solve_exact(p, method=method, solver=solver)
+        assert res.status == "optimal" and res.placement.n_restarts == 0, (seed, res)
+        assert np.array_equal(res.placement.worker_job[p.current >= 0], p.current[p.current >= 0])
+
+
+def test_jct_caps_hold_at_the_optimum():
+    # the MILP's per-job caps (restart loss excluded) must admit every optimum:
+    # check them at the tightest valid upper bound, the optimum itself
+    tight = 0
+    for make, speeds in ((arrival, True), (arrival, False), (departure, True)):
+        for seed in range(N_INSTANCES if make is arrival else N_INSTANCES // 2):
+            p = make(seed, speeds)
+            best = solve_exact(p, method="brute").placement
+            caps = exact._jct_caps(p, best.mean_jct)
+            jct = best.jct - best.restart_loss
+            assert np.all(jct <= caps), (seed, make.__name__, jct, caps)
+            tight += bool(np.any(p.running & ~p.can_keep))
+    assert tight >= 5  # some instances subtract a forced restart
+
+
+def test_incumbent_is_feasible_and_keeps_when_it_pays():
+    for seed in range(N_INSTANCES):
+        p = arrival(seed, seed % 2 == 0)
+        inc = exact._incumbent(p)
+        assert inc.mean_jct >= solve_exact(p, method="brute").objective * (1 - 1e-12)
+        kept = exact._keep_incumbent(p)
+        if kept is not None:
+            assert inc.mean_jct <= kept.mean_jct
+            assert not np.any(kept.restarted & p.can_keep)
+
+
+def _index_order(counts, members, K):
+    """The counts realised in plain index order (the rule before restarts)."""
+    worker_job = np.full(K, -1, dtype=np.int64)
+    nxt = [0] * len(members)
+    for i in range(counts.shape[0]):
+        for c in range(counts.shape[1]):
+            n = int(counts[i, c])
+            worker_job[members[c][nxt[c]:nxt[c] + n]] = i
+            nxt[c] += n
+    return worker_job
+
+
+def test_realise_counts_keeps_matching_jobs_on_their_workers():
+    from hetplace.placement import current_counts, realise_counts
+
+    matched = moved_less = 0
+    for seed in range(N_INSTANCES):
+        for p in (arrival(seed, seed % 2 == 0), departure(seed, seed % 2 == 1), plain(seed)):
+            rng = np.random.default_rng([seed, 9191])
+            members = exact._worker_classes(p, "classes")[0]
+            have = current_counts(p, members)
+            for _ in range(10):
+                # random counts within the capacities; some rows copied from the current ones
+                counts = np.zeros_like(have)
+                left = np.array([m.size for m in members])
+                for i in rng.permutation(p.n_jobs):
+                    row = have[i] if rng.random() < 0.5 else rng.integers(0, 3, len(members))
+                    row = np.minimum(row, left)
+                    counts[i] = row
+                    left -= row
+                wj = realise_counts(p, counts, members)
+                cls = np.full(p.n_workers, -1)
+                for c, m in enumerate(members):
+                    cls[m] = c
+                for i in range(p.n_jobs):
+                    mine = np.flatnonzero(wj == i)
+                    assert np.array_equal(np.bincount(cls[mine], minlength=len(members)), counts[i])
+                    now = np.flatnonzero(p.current == i)
+                    if now.size and np.array_equal(counts[i], have[i]) and have[i].sum() == now.size:
+                        assert np.array_equal(mine, now)  # exactly its current workers
+                        matched += 1
+                    for c, m in enumerate(members):  # as many of its own as it can
+                        own = np.intersect1d(m, now).size
+                        assert np.intersect1d(mine, now[cls[now] == c]).size == min(counts[i, c], own)
+                        moved_less += min(counts[i, c], own) > 0
+                if not p.replacing:
+                    assert np.array_equal(wj, _index_order(counts, members, p.n_workers))
+    assert matched >= 100 and moved_less >= 100
 
 
 # ---------------------------------------------------------------- without current: bit for bit as before
