@@ -250,7 +250,11 @@ def solve_exact(
     problem: Problem, method: str = "auto", solver: str = "scip", time_limit: "float | None" = None,
     threads: "int | None" = None, verbose: bool = False,
 ) -> "ExactResult":
-    """Optimal placement minimising the mean JCT (docs/model.md §1.2-1.3, §4).
+    """Optimal placement minimising the mean JCT (docs/model.md §1.2-1.4, §4).
+
+    With running jobs (``Problem(current=, restart_time=)``) the JCTs include
+    the restart losses, and every method is exact for that objective
+    (docs/model.md §1.4).
 
     Parameters
     ----------
@@ -324,7 +328,13 @@ def solve_exact(
     ``t_in >= 2 u_in / X0 - x_in / X0^2`` and ``t_i >= sum_n t_in`` (an outer
     approximation of the convex hull of the disjunction over sizes, so the LP
     no longer prices communication by its chord); other jobs get plain
-    tangents ``t_i >= 2/X0 - X_i/X0^2`` (K=16, S=4: 0.4 s).  Throughputs are
+    tangents ``t_i >= 2/X0 - X_i/X0^2`` (K=16, S=4: 0.4 s).  Restarts
+    (docs/model.md §1.4): a binary ``keep_i`` per running job that can keep its
+    workers forces its current class counts ``cur_ic`` (``sum_b 2^b z_icb >=
+    cur_ic keep_i`` where it runs now, ``n_i <= held_i keep_i + n_max_i (1 -
+    keep_i)``) and the objective adds ``restart_cost_i (1 - keep_i)``; the
+    restart cost of a running job that cannot keep is a constant (objective
+    offset).  Throughputs are
     normalised per job and the objective by the mean alone-JCT so
     coefficients are O(1).  Gap limits: relative 1e-9, absolute 1e-12.  SCIP
     runs without its aggregation separator and with at most 5 root cut rounds
@@ -346,10 +356,14 @@ def solve_exact(
     ``mean(problem.jct_alone)`` (every job alone on the whole cluster).
 
     **Pruning by an incumbent** (ours).  Before building, a feasible
-    placement is made (the greedy baseline, trimmed to ``max_workers`` and
-    improved by single-worker moves and swaps); with its mean JCT ``U``, a
-    job's JCT in any placement at least as good is at most ``J_i = S U -
-    sum_{j != i} jct_alone_j``.  Sizes whose communication plus best compute
+    placement is made (the greedy baseline, trimmed to ``max_workers``; with
+    running jobs also the placement keeping every job that can, the others
+    greedy on the rest, whichever is better; then improved by single-worker
+    moves and swaps, priced with restart losses); with its mean JCT ``U``
+    (restart losses included), a job's JCT without its restart loss in any
+    placement at least as good is at most ``J_i = S U - sum_{j != i}
+    jct_alone_j - sum_j forced_j`` (``forced_j``: the restart cost of a
+    running job that cannot keep, paid in every placement).  Sizes whose communication plus best compute
     exceed ``J_i`` (and sizes above ``max_workers``) get no ``u[i,n]``, and
     ``tau_i <= r_hat_i J_i / w_i``.  This removes no optimum but keeps the
     coefficients representable: a 1e13 s size cost next to O(1) shares made

@@ -30,7 +30,7 @@ from hetplace import Problem, evaluate, solve_exact
 from hetplace.baselines import random_placement
 from hetplace.errors import InvalidProblemError
 
-from instances import tiny_random
+from instances import gavel_problem, tiny_random
 from reference import mean_jct_reference
 
 REL = 1e-9  # SCIP / HiGHS / DP vs brute force (relative, on the mean JCT)
@@ -58,11 +58,11 @@ def _jobs_subset(data, jobs):
     return out
 
 
-def _base(seed, speeds, bounds):
-    """A tiny problem (K 3..6, S 2..4), with random size bounds when ``bounds``."""
+def _base(seed, speeds, bounds, large=False):
+    """A tiny problem (K 3..6, S 2..4; ``large``: K 7..8, S 3..5), with random size bounds when ``bounds``."""
     rng = np.random.default_rng([seed, 5151, speeds])
-    K = int(rng.integers(3, 7))
-    S = int(rng.integers(2, min(K, 4) + 1))
+    K = int(rng.integers(7, 9) if large else rng.integers(3, 7))
+    S = int(rng.integers(3, 6) if large else rng.integers(2, min(K, 4) + 1))
     p = tiny_random(seed, n_workers=K, n_jobs=S, comm=seed % 2 == 0, speeds=speeds)
     if bounds:
         data = p.to_dict()
@@ -100,10 +100,10 @@ def _with_down(data, rng, current):
 
 
 @functools.lru_cache(maxsize=None)
-def arrival(seed, speeds):
+def arrival(seed, speeds, large=False):
     """One job arrives while the others run (seeded; see the module docstring)."""
     rng = np.random.default_rng([seed, 6161, speeds])
-    base = _base(seed, speeds, bounds=seed % 4 == 1)
+    base = _base(seed, speeds, bounds=seed % 4 == 1, large=large)
     data, S = base.to_dict(), base.n_jobs
     new = int(rng.integers(S))
     others = [j for j in range(S) if j != new]
@@ -429,6 +429,62 @@ def test_realise_counts_keeps_matching_jobs_on_their_workers():
                 if not p.replacing:
                     assert np.array_equal(wj, _index_order(counts, members, p.n_workers))
     assert matched >= 100 and moved_less >= 100
+
+
+
+# ---------------------------------------------------------------- larger instances
+@functools.lru_cache(maxsize=None)
+def gavel_arrival(seed, K, S):
+    """A Gavel problem (speeds 1) where job 0 arrives and the others run on the DP optimum without it."""
+    rng = np.random.default_rng([seed, 9292, K, S])
+    data = gavel_problem(seed, K, S).to_dict()
+    sub = Problem.from_dict(_jobs_subset(data, list(range(1, S))))
+    wj = solve_exact(sub, method="dp").placement.worker_job
+    current = np.where(wj >= 0, wj + 1, -1)
+    restart = np.zeros(S)
+    restart[1:] = rng.uniform(0.01, 0.30, S - 1) * evaluate(sub, wj).jct
+    return Problem.from_dict({**data, "current": current.tolist(), "restart_time": restart.tolist()})
+
+
+GAVEL_CASES = [(seed, K, S) for seed in range(2) for K, S in
+               [(8, 3), (10, 4), (12, 3), (14, 5), (16, 4), (20, 3), (24, 4)]]
+
+
+@pytest.mark.parametrize("seed,K,S", GAVEL_CASES)
+def test_milp_equals_dp_gavel(seed, K, S):
+    p = gavel_arrival(seed, K, S)
+    dp = solve_exact(p, method="dp")
+    milp = solve_exact(p, method="milp")
+    assert dp.status == milp.status == "optimal", milp.message
+    assert _close(milp.objective, dp.objective), (p, dp, milp)
+    _check_placement(p, dp)
+    _check_placement(p, milp)
+
+
+def test_milp_equals_brute_force_seven_and_eight_workers():
+    n = 0
+    for seed in range(20):
+        p = arrival(seed, seed % 2 == 0, large=True)
+        brute = solve_exact(p, method="brute")
+        if exact._dp_refusal(p) is None:
+            assert _close(solve_exact(p, method="dp").objective, brute.objective)
+        for solver in _solvers():
+            milp = solve_exact(p, method="milp", solver=solver)
+            assert milp.status == "optimal"
+            assert _close(milp.objective, brute.objective, CPSAT_REL if solver == "cp-sat" else REL)
+        n += 1
+    assert n == 20
+
+
+@pytest.mark.slow
+def test_milp_equals_brute_force_many_seeds():
+    # the differential campaign behind the figures in docs/model.md §4.3 (SCIP, 1,000
+    # arrivals and 500 departures with per-worker speeds beyond the seeds above)
+    for seed in range(N_INSTANCES, N_INSTANCES + 1000):
+        for p in (arrival(seed, True),) + ((departure(seed, True),) if seed % 2 else ()):
+            brute = solve_exact(p, method="brute")
+            milp = solve_exact(p, method="milp")
+            assert milp.status == "optimal" and _close(milp.objective, brute.objective), (seed, p)
 
 
 # ---------------------------------------------------------------- without current: bit for bit as before
