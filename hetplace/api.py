@@ -16,10 +16,11 @@ METHODS = {
     "equal": (),
     "random": (),
     "greedy": (),
+    "keep-greedy": (),
     "exact": ("exact_method", "solver", "time_limit", "threads"),
     "auto": ("latency_budget",),
     "smp": ("samples", "sampling", "matching", "polish", "polish_top", "fairness_tol", "max_rounds", "spread",
-            "speed_buckets", "backend", "threads"),
+            "speed_buckets", "backend", "threads", "restart_candidates"),
 }
 
 
@@ -59,14 +60,16 @@ def place(problem, method: str = "auto", seed: "int | None" = None, **options) -
         (sampling-based multi-job placement, see :mod:`hetplace.smp`),
         ``"equal"`` (equal sizes, biggest jobs pick fastest workers first),
         ``"random"`` (seeded random feasible placement), ``"greedy"``
-        (marginal-gain), ``"exact"`` (proven optimum, see
+        (marginal-gain), ``"keep-greedy"`` (re-placement baseline: running
+        jobs keep their workers, the others are placed greedily), ``"exact"`` (proven optimum, see
         :func:`hetplace.solve_exact`).
     seed : int, optional
         Seed of randomised methods; the same seed gives the same placement.
     **options
         Method-specific options; ``"smp"`` takes ``samples``, ``sampling``,
         ``matching``, ``polish``, ``polish_top``, ``fairness_tol``,
-        ``max_rounds``, ``spread``, ``speed_buckets``, ``backend`` and ``threads`` (see :data:`hetplace.smp.SMP_DEFAULTS`);
+        ``max_rounds``, ``spread``, ``speed_buckets``, ``backend``, ``threads`` and ``restart_candidates``
+        (see :data:`hetplace.smp.SMP_DEFAULTS`);
         ``"auto"`` takes ``latency_budget``; ``"exact"`` takes ``exact_method``
         (``"auto"``, ``"dp"``, ``"milp"``, ``"brute"``), ``solver``,
         ``time_limit`` and ``threads``.  Unknown options are rejected.
@@ -105,6 +108,8 @@ def place(problem, method: str = "auto", seed: "int | None" = None, **options) -
         worker_job = baselines.random_placement(problem, np.random.default_rng(seed))
     elif method == "greedy":
         worker_job = baselines.greedy_placement(problem)
+    elif method == "keep-greedy":
+        worker_job = baselines.keep_greedy_placement(problem)
     elif method == "smp":
         from .smp import smp_place
 

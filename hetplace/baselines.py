@@ -19,7 +19,7 @@ O(K^2) (benchmarks/bench_baselines.py).
 
 import numpy as np
 
-__all__ = ["equal_sizes", "equal_placement", "random_placement", "greedy_placement"]
+__all__ = ["equal_sizes", "equal_placement", "random_placement", "greedy_placement", "keep_greedy_placement"]
 
 
 class _Pool:
@@ -321,3 +321,40 @@ def greedy_placement(problem):
         gain[i] = -np.inf if c < 0 else (
             (work[i] / X[i] + cost[i, n[i]]) - (work[i] / (X[i] + pool.value[i, c]) + cost[i, n[i] + 1])
         )
+
+
+def keep_greedy_placement(problem):
+    """Re-placement baseline: keep every running job, place the others greedily (docs/model.md §5).
+
+    Every running job that can keep its current workers (``problem.can_keep``)
+    keeps exactly them; the other jobs (new ones, and running ones that lost a
+    worker or whose size left its bounds) are placed by
+    :func:`greedy_placement` on the available workers left.  When those
+    cannot hold them, the kept job holding the most workers (ties: the lower
+    index) is restarted and joins them, until they fit.  Without running jobs
+    this is :func:`greedy_placement`.
+    """
+    from .errors import InvalidProblemError
+
+    if not problem.replacing:
+        return greedy_placement(problem)
+    cur = problem.current
+    keep = problem.can_keep.copy()
+    held = np.bincount(cur[cur >= 0], minlength=problem.n_jobs)
+    while True:
+        worker_job = np.where((cur >= 0) & keep[np.maximum(cur, 0)], cur, -1)
+        jobs = np.flatnonzero(~keep)
+        if jobs.size == 0:
+            return worker_job
+        free = np.flatnonzero((worker_job < 0) & problem.available)
+        try:
+            sub = problem._restrict(jobs, free) if free.size >= jobs.size else None
+        except InvalidProblemError:
+            sub = None
+        if sub is not None:
+            sub_wj = greedy_placement(sub)
+            busy = sub_wj >= 0
+            worker_job[free[busy]] = jobs[sub_wj[busy]]
+            return worker_job
+        kept = np.flatnonzero(keep)  # never empty: with no job kept, sub is the whole problem
+        keep[kept[np.argmax(held[kept])]] = False

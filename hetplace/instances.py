@@ -24,7 +24,8 @@ from .data import DEFAULT_GRAD_BYTES, GavelTable, load_gavel
 from .errors import InvalidOptionError
 from .problem import MAX_WORKERS, Problem
 
-__all__ = ["FAMILIES", "MAX_TYPES", "make_instance", "gavel_instance", "speeds_instance", "synthetic_instance"]
+__all__ = ["FAMILIES", "MAX_TYPES", "make_instance", "gavel_instance", "speeds_instance", "synthetic_instance",
+           "replacement_instance"]
 
 FAMILIES = ("gavel", "speeds", "synthetic")
 
@@ -176,3 +177,56 @@ def make_instance(family, seed, n_workers, n_jobs, table=None, **kw):
     if family == "synthetic":
         return synthetic_instance(seed, n_workers, n_jobs, **kw)
     raise InvalidOptionError(f"family={family!r} is not valid; choose one of {', '.join(map(repr, FAMILIES))}.")
+
+
+#: Events of :func:`replacement_instance`.
+EVENTS = ("arrival", "departure")
+
+
+def replacement_instance(seed, n_workers, n_running, table=None, *, family="gavel", event="arrival",
+                         restart=(0.01, 0.30), current="auto", **kw):
+    """A seeded re-placement (docs/model.md §1.4): jobs run, then one arrives or one leaves.
+
+    ``n_running + 1`` jobs of ``family`` are drawn (:func:`make_instance`);
+    the first ``n_running`` run on the placement ``hetplace.place(method=current,
+    seed=seed)`` of them alone (``"auto"``: the exact DP when it is fast,
+    else SMP; ``"random"``: a random feasible one).  ``event="arrival"``: the
+    last job arrives (new).  ``event="departure"``: job 0 leaves, its workers
+    go idle, the last job is dropped.  Each running job's restart time is
+    drawn uniformly from ``restart`` (fractions) times its JCT in the running
+    placement.
+
+    Returns
+    -------
+    Problem
+        With ``current`` and ``restart_time`` set.
+    """
+    from .api import place
+
+    if event not in EVENTS:
+        raise InvalidOptionError(f"event must be one of {', '.join(map(repr, EVENTS))}; got {event!r}.")
+    if current not in ("auto", "random", "smp", "exact"):
+        raise InvalidOptionError(f"current must be 'auto', 'smp', 'exact' or 'random'; got {current!r}.")
+    lo, hi = restart
+    if not (is_real_scalar(lo) and is_real_scalar(hi) and 0 <= lo <= hi < 1e6):
+        raise InvalidOptionError(f"restart must be (low, high) fractions with 0 <= low <= high; got {restart!r}.")
+    n_running = check_positive_int("n_running", n_running, allow_none=False, maximum=MAX_WORKERS)
+    if event == "departure" and n_running < 2:
+        raise InvalidOptionError(f"a departure needs n_running >= 2 (one leaves, one stays); got {n_running}.")
+    base = make_instance(family, seed, n_workers, n_running + 1, table, **kw)
+    rng = np.random.default_rng([check_seed(seed), 0x5E])
+
+    def subset(jobs, **extra):
+        d = base.to_dict()
+        for k in ("throughput", "batch", "iterations", "grad_bytes", "job_names"):
+            d[k] = [d[k][j] for j in jobs]
+        d.update(extra)
+        return Problem(**d)
+
+    running = subset(range(n_running))
+    run = place(running, method=current, seed=seed)
+    rt = rng.uniform(lo, hi, n_running) * run.jct
+    cur = run.worker_job
+    if event == "arrival":
+        return subset(range(n_running + 1), current=cur.tolist(), restart_time=np.append(rt, 0.0).tolist())
+    return subset(range(1, n_running), current=np.where(cur > 0, cur - 1, -1).tolist(), restart_time=rt[1:].tolist())

@@ -873,6 +873,22 @@ class Problem:
             **self._bounds_dict(), **self._available_dict(), **self._restart_dict(),
         )
 
+    def _restrict(self, jobs, workers):
+        """The problem of ``jobs`` alone on ``workers`` (ascending indices), none of them running.
+
+        Worker ``t`` of the result is ``workers[t]`` here (numbering by type
+        is kept: workers are numbered type by type).  Raises
+        :class:`InvalidProblemError` when those workers cannot hold those jobs.
+        """
+        jobs, workers = np.asarray(jobs, dtype=np.int64), np.asarray(workers, dtype=np.int64)
+        return Problem(
+            self.throughput[jobs], np.bincount(self.worker_type[workers], minlength=self.n_types),
+            self.batch[jobs], self.iterations[jobs], self.grad_bytes[jobs], self.bandwidth,
+            self.worker_speed[workers], [self.job_names[j] for j in jobs], self.type_names,
+            min_workers=self.min_workers[jobs], max_workers=self.max_workers[jobs],
+            available=self.available[workers] if self.n_available < self.n_workers else None,
+        )
+
     def _restart_dict(self):
         """``current`` and ``restart_time`` as Problem arguments when some job is running, else ``{}``."""
         if not self.replacing:

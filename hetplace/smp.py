@@ -63,6 +63,7 @@ SMP_DEFAULTS = dict(
     speed_buckets=3,
     backend="auto",
     threads=None,
+    restart_candidates=8,
 )
 
 _MAX_POLISH_STEPS = 1_000_000
@@ -254,6 +255,13 @@ def _iv(problem, options):
     opts["polish_top"] = check_positive_int("polish_top", opts["polish_top"], maximum=10_000_000)
     opts["threads"] = check_positive_int("threads", opts["threads"], maximum=1024)
     opts["speed_buckets"] = check_positive_int("speed_buckets", opts["speed_buckets"], maximum=1_000_000)
+    rc = opts["restart_candidates"]
+    if isinstance(rc, (bool, np.bool_)) or not isinstance(rc, (int, np.integer)) or not 0 <= rc <= 1_000_000:
+        raise InvalidOptionError(
+            f"restart_candidates must be an integer in [0, 1000000] (running jobs tried as the only restart "
+            f"of a re-placement; 0 tries none); got {rc!r}."
+        )
+    opts["restart_candidates"] = int(rc)
     opts["backend"] = resolve_backend(opts["backend"])
     return opts
 
@@ -345,13 +353,29 @@ def class_modes(S, K, C, matching):
     return market, polish
 
 
-def _run(problem, cats, opts):
+def _class_counts(problem, class_of, n_classes):
+    """(S, C) int64: workers of each class the running placement gives each job."""
+    cur = problem.current
+    busy = cur >= 0
+    out = np.zeros((problem.n_jobs, n_classes), dtype=np.int64)
+    np.add.at(out, (cur[busy], class_of[busy]), 1)
+    return out
+
+
+def _run(problem, cats, opts, extra=None):
     """Evaluate all categories on the chosen backend; returns (worker_job, total, stats, modes).
 
     Pass 1 (parallel): every category through the market.  Pass 2 (parallel):
     the ``polish_top`` best distinct market results (all when None) through the
     local search.  Rows not polished keep their market result.  Each pass runs
     on worker classes or on single workers as :func:`class_modes` decides.
+
+    In a re-placement (``problem.replacing``, docs/model.md §3.8) every market
+    row is re-expanded so that each job takes its own current workers of a
+    class first (same JCT, every job whose counts equal its current ones
+    kept), totals include the restart losses, the rows ``extra`` (keep
+    candidates, (E, K)) join the market rows before the polish, and the polish
+    prices restarts.
     """
     from ._core._matching_py import FORM_ORDINAL, FORM_PRICE, market_workspace_size
 
@@ -362,6 +386,9 @@ def _run(problem, cats, opts):
     C = mc.size
     G = np.unique(problem.worker_type).size
     approx = opts["speed_buckets"] is not None and K * S > BUCKET_MIN_SIZE and C > G * opts["speed_buckets"]
+    replacing = problem.replacing
+    if replacing:
+        exact_classes = (class_of, members, cls_start)
     if approx:
         rhoC, mc, class_of, members, cls_start = worker_classes(problem, opts["speed_buckets"])
         C = mc.size
@@ -408,17 +435,36 @@ def _run(problem, cats, opts):
             from ._core import _smp
 
             (_smp.run_samples_classes if market_cls else _smp.run_samples)(*market_args, threads)
+        from ._core._registry import kernels
+
+        table = kernels(backend)
+        if replacing:
+            pen, current = problem.restart_cost, problem.current
+            eco, emem, est = exact_classes
+            finite = np.flatnonzero(np.isfinite(out_total))  # an infeasible category's row stays inf
+            sub = np.ascontiguousarray(out_wj[finite])
+            out_total[finite] += table.keep_rows(eco, emem, est, current, pen,
+                                                 _class_counts(problem, eco, est.size - 1), sub, threads)
+            out_wj[finite] = sub
+            if extra is not None and len(extra):
+                out_wj = np.concatenate([out_wj, extra])
+                out_total = np.concatenate([out_total, _true_totals(problem, extra)])
+                out_stats = np.concatenate([out_stats, np.zeros((len(extra), 3), dtype=np.int64)])
         if opts["polish"]:
             rows = _rows_to_polish(out_wj, out_total, opts["polish_top"])
+            if extra is not None and len(extra):  # the keep candidates are always polished
+                rows = np.unique(np.concatenate([rows, np.arange(N, N + len(extra))]))
+                rows = rows[np.isfinite(out_total[rows])]
             if polish_cls:
                 polish_args = ccommon + (class_of, members, cls_start, rows, _MAX_POLISH_STEPS,
-                                         out_wj, out_total, out_stats)
+                                         out_wj, out_total, out_stats, threads)
+                if replacing:
+                    polish_args += ((problem.restart_cost, _class_counts(problem, class_of, C), problem.current),)
             else:
-                polish_args = common + (rows, _MAX_POLISH_STEPS, out_wj, out_total, out_stats)
-            from ._core._registry import kernels
-
-            table = kernels(backend)
-            (table.polish_rows_classes if polish_cls else table.polish_rows)(*polish_args, threads)
+                polish_args = common + (rows, _MAX_POLISH_STEPS, out_wj, out_total, out_stats, threads)
+                if replacing:
+                    polish_args += ((problem.restart_cost, problem.current),)
+            (table.polish_rows_classes if polish_cls else table.polish_rows)(*polish_args)
     if approx:
         # bucket values were approximate: score every row truly, and reorder the
         # workers inside each bucket of the polished rows (fastest to the job that
@@ -433,7 +479,9 @@ def _run(problem, cats, opts):
 
 
 def _true_totals(problem, out_wj):
-    """True total JCT of every row of ``out_wj`` (inf where a job has no worker)."""
+    """True total JCT of every row of ``out_wj``, restart losses included (inf where a job has no worker)."""
+    from .placement import restarted_jobs
+
     S = problem.n_jobs
     rho, work, comm = problem.worker_throughput, problem.work, problem.size_cost
     out = np.empty(out_wj.shape[0])
@@ -443,6 +491,8 @@ def _true_totals(problem, out_wj):
         X = np.bincount(js, weights=rho[js, ks], minlength=S)
         n = np.bincount(js, minlength=S)
         out[s] = np.inf if (n == 0).any() else float(np.sum(work / X + comm[np.arange(S), n]))
+        if problem.replacing and np.isfinite(out[s]):
+            out[s] += float(problem.restart_cost[restarted_jobs(problem, wj)].sum())
     return out
 
 
@@ -462,8 +512,14 @@ def _sort_buckets(problem, wj, members, cls_start, total, rounds=3):
         X = np.bincount(js, weights=rho[js, np.flatnonzero(busy)], minlength=problem.n_jobs)
         a = problem.work / (X * X)
         new = wj.copy()
+        if problem.replacing:  # a kept job keeps its very workers: they stay out of the reordering
+            from .placement import restarted_jobs
+
+            kept = problem.running & ~restarted_jobs(problem, wj)
         for lo, hi in zip(cls_start[:-1], cls_start[1:]):
             ws = members[lo:hi]  # fastest first
+            if problem.replacing:
+                ws = ws[~kept[np.maximum(wj[ws], 0)] | (wj[ws] < 0)]
             held = wj[ws]
             j = np.maximum(held, 0)
             value = np.where(held >= 0, a[j] * rho[j, ws[0]], -np.inf)
@@ -617,11 +673,71 @@ def _choose(problem, out_wj, out_total, fairness_tol):
         busy = wj >= 0
         X = np.bincount(wj[busy], weights=problem.worker_throughput[wj[busy], np.flatnonzero(busy)], minlength=S)
         n = np.bincount(wj[busy], minlength=S)
-        sl = (problem.work / X + problem.size_cost[np.arange(S), n]) / alone
+        sl = problem.work / X + problem.size_cost[np.arange(S), n]
+        if problem.replacing:
+            from .placement import restarted_jobs
+
+            sl = sl + np.where(restarted_jobs(problem, wj), problem.restart_cost, 0.0)
+        sl = sl / alone
         f = sl.sum() ** 2 / (S * np.square(sl).sum())
         if f > best_f:
             best_j, best_f = int(s), f
     return best_j
+
+
+def _keep_sets(problem, limit):
+    """Restart sets of the keep candidates: none, then each of ``limit`` running jobs alone.
+
+    The jobs tried alone are the ones that can keep, cheapest restart first
+    (ties to the lower index).
+    """
+    keepable = np.flatnonzero(problem.can_keep)
+    order = keepable[np.argsort(problem.restart_cost[keepable], kind="stable")]
+    return [()] + [(int(j),) for j in order[:limit]]
+
+
+def _keep_candidate(problem, restart, opts, seed):
+    """A placement keeping every running job outside ``restart`` on its current workers, or None.
+
+    The jobs that keep take exactly their current workers; the other jobs (new
+    ones, the jobs in ``restart`` and running ones that cannot keep) are placed
+    by SMP on the workers left (a sub-problem without running jobs).  None
+    when those workers cannot hold them.
+    """
+    from .errors import InvalidProblemError
+
+    cur = problem.current
+    keep = problem.can_keep.copy()
+    keep[list(restart)] = False
+    wj = np.where((cur >= 0) & keep[np.maximum(cur, 0)], cur, -1)
+    jobs = np.flatnonzero(~keep)
+    if jobs.size == 0:
+        return wj
+    free = np.flatnonzero((wj < 0) & problem.available)
+    if free.size < jobs.size:
+        return None
+    try:
+        sub = problem._restrict(jobs, free)
+    except InvalidProblemError:  # the left workers cannot give every job its minimum (or a usable type)
+        return None
+    sub_opts = {k: v for k, v in opts.items() if k != "restart_candidates"}
+    sub_opts["samples"] = max(8, opts["samples"] // 4)
+    sub_wj, _ = smp_place(sub, seed=seed, **sub_opts)
+    busy = sub_wj >= 0
+    wj[free[busy]] = jobs[sub_wj[busy]]
+    return wj
+
+
+def _keep_candidates(problem, opts, seed):
+    """(E, K) int64: the keep candidates of a re-placement (docs/model.md §3.8)."""
+    from .baselines import keep_greedy_placement
+
+    rows = [keep_greedy_placement(problem)]  # so SMP never does worse than that baseline
+    for t, restart in enumerate(_keep_sets(problem, opts["restart_candidates"])):
+        wj = _keep_candidate(problem, restart, opts, (seed * 0x9E3779B97F4A7C15 + t + 1) % (1 << 64))
+        if wj is not None:
+            rows.append(wj)
+    return np.array(rows, dtype=np.int64).reshape(len(rows), problem.n_workers)
 
 
 def smp_place(problem, seed=None, **options):
@@ -647,9 +763,10 @@ def smp_place(problem, seed=None, **options):
     cats = np.ascontiguousarray(
         fit_sizes(cats, problem.max_workers, problem.min_workers, problem.n_available), dtype=np.int64
     )
+    extra = _keep_candidates(problem, opts, seed) if problem.replacing else None
     t1 = time.perf_counter()
     with np.errstate(divide="ignore", invalid="ignore"):  # the python backend's numpy scalars, as IEEE (docs of _core._jit)
-        out_wj, out_total, out_stats, modes = _run(problem, cats, opts)
+        out_wj, out_total, out_stats, modes = _run(problem, cats, opts, extra)
     t2 = time.perf_counter()
     if not np.isfinite(out_total).any():
         # every sampled category was infeasible for the allowed pairs: fall back to greedy
@@ -662,7 +779,9 @@ def smp_place(problem, seed=None, **options):
         samples=int(cats.shape[0]),
         feasible_samples=int(np.isfinite(out_total).sum()),
         chosen_sample=chosen,
-        category=cats[chosen].tolist(),
+        category=np.bincount(out_wj[chosen][out_wj[chosen] >= 0], minlength=S).tolist() if chosen >= cats.shape[0]
+        else cats[chosen].tolist(),
+        keep_candidates=0 if extra is None else int(len(extra)),
         market_rounds=int(out_stats[:, 0].sum()),
         bids=int(out_stats[:, 1].sum()),
         polish_steps=int(out_stats[:, 2].sum()),

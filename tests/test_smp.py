@@ -162,7 +162,7 @@ def test_bad_options(kw, pattern):
 
 
 def test_unknown_method_lists_valid_ones():
-    with pytest.raises(InvalidOptionError, match=r"method='fast' is not valid; choose one of 'equal', 'random', 'greedy', 'exact', 'auto', 'smp'"):
+    with pytest.raises(InvalidOptionError, match=r"method='fast' is not valid; choose one of 'equal', 'random', 'greedy', 'keep-greedy', 'exact', 'auto', 'smp'"):
         hp.place(random_problem(1), method="fast")
 
 

@@ -37,6 +37,7 @@ from cython.parallel import prange
 __all__ = [
     "COMPILED", "job_cost", "assignment_total", "polish_kernel", "polish", "polish_rows",
     "class_totals", "expand_counts", "counts_of", "polish_classes_kernel", "polish_classes", "polish_rows_classes",
+    "restart_loss", "class_restart_loss", "expand_counts_keep", "keep_rows",
 ]
 
 #: True in the extension built by ``cythonize``; False when this source runs under Numba or as Python.
@@ -127,13 +128,68 @@ def _mark_reps(worker_job: cython.longlong[::1], worker_type: cython.const[cytho
 
 
 @cython.cfunc
+@cython.inline
+@cython.nogil
+@cython.exceptval(check=False)
+def _pen_step(p: cython.double, d: cython.longlong, delta: cython.longlong) -> cython.double:
+    """Change of a job's restart loss ``p * [d > 0]`` when its mismatch count ``d`` changes by ``delta``."""
+    if d > 0:
+        if d + delta > 0:
+            return 0.0
+        return -p
+    if d + delta > 0:
+        return p
+    return 0.0
+
+
+@cython.cfunc
+@cython.inline
+@cython.nogil
+@cython.exceptval(check=False)
+def _own(c: cython.longlong, i: cython.longlong) -> cython.longlong:
+    """Mismatch change of job ``i`` losing a worker whose current job is ``c`` (gaining it: the negative)."""
+    if c == i:
+        return 1
+    return -1
+
+
+@cython.cfunc
+@cython.inline
+@cython.nogil
+@cython.exceptval(check=False)
+def _worker_diff(worker_job: cython.longlong[::1], current: cython.const[cython.longlong][::1],
+                 diff: cython.longlong[::1], i: cython.Py_ssize_t) -> cython.void:
+    """``diff[i]``: workers in job i's set or its current set but not in both."""
+    m: cython.longlong = 0
+    k: cython.Py_ssize_t
+    for k in range(worker_job.shape[0]):
+        if (worker_job[k] == i) != (current[k] == i):
+            m += 1
+    diff[i] = m
+
+
+@cython.cfunc
+@cython.nogil
+@cython.exceptval(check=False)
+def restart_loss(pen: cython.const[cython.double][::1], diff: cython.longlong[::1]) -> cython.double:
+    """Sum of ``pen[i]`` over the jobs with ``diff[i] > 0`` (restarted), in job order."""
+    total: cython.double = 0.0
+    i: cython.Py_ssize_t
+    for i in range(pen.shape[0]):
+        if diff[i] > 0:
+            total += pen[i]
+    return total
+
+
+@cython.cfunc
 @cython.nogil
 @cython.exceptval(check=False)
 def polish_kernel(rho: cython.const[cython.double][:, ::1], work: cython.const[cython.double][::1],
                   comm: cython.const[cython.double][:, ::1], worker_type: cython.const[cython.longlong][::1],
                   uniform: cython.bint, worker_job: cython.longlong[::1], max_steps: cython.longlong,
                   X: cython.double[::1], n: cython.longlong[::1], rep: cython.uchar[::1],
-                  seen: cython.uchar[::1]) -> cython.longlong:
+                  seen: cython.uchar[::1], replacing: cython.bint, pen: cython.const[cython.double][::1],
+                  current: cython.const[cython.longlong][::1], diff: cython.longlong[::1]) -> cython.longlong:
     """Improve ``worker_job`` in place; return the number of steps taken.
 
     Parameters
@@ -147,6 +203,12 @@ def polish_kernel(rho: cython.const[cython.double][:, ::1], work: cython.const[c
     max_steps : int64         cap on accepted steps
     X, n : float64, int64 (S,)         work arrays
     rep, seen : uint8 (K,), ((S+1) G,)  work arrays
+    replacing : bool          add restart losses (docs/model.md §1.4): job i pays
+                              ``pen[i]`` while its set differs from ``current``
+    pen : float64 (S,)        restart cost per job (0 for new jobs)
+    current : int64 (K,)      running placement (-1 none)
+    diff : int64 (S,)         work array: per job, workers in exactly one of its
+                              set and its current set
     """
     S: cython.Py_ssize_t = rho.shape[0]
     K: cython.Py_ssize_t = rho.shape[1]
@@ -165,15 +227,22 @@ def polish_kernel(rho: cython.const[cython.double][:, ::1], work: cython.const[c
     best: cython.double
     d: cython.double
     da: cython.double
+    ck: cython.longlong = -1
     for k in range(K):
         if worker_type[k] + 1 > G:
             G = worker_type[k] + 1
+    if replacing:
+        uniform = False  # same type, same job, but one may be the job's own current worker
     for i in range(S):
         _recompute(rho, worker_job, X, n, i)
+        if replacing:
+            _worker_diff(worker_job, current, diff, i)
     while steps < max_steps:
         total = 0.0
         for i in range(S):
             total += job_cost(work, comm, i, X[i], n[i])
+        if replacing:
+            total += restart_loss(pen, diff)
         best = -REL_GAIN * total
         kind = 0
         bk = -1
@@ -186,10 +255,14 @@ def polish_kernel(rho: cython.const[cython.double][:, ::1], work: cython.const[c
                 continue
             a = worker_job[k]
             da = 0.0
+            if replacing:
+                ck = current[k]
             if a >= 0:
                 if n[a] == 1:
                     continue
                 da = job_cost(work, comm, a, X[a] - rho[a, k], n[a] - 1) - job_cost(work, comm, a, X[a], n[a])
+                if replacing:
+                    da += _pen_step(pen[a], diff[a], _own(ck, a))
             for b in range(-1, S):
                 if b == a:
                     continue
@@ -198,6 +271,8 @@ def polish_kernel(rho: cython.const[cython.double][:, ::1], work: cython.const[c
                     if rho[b, k] <= 0.0:
                         continue
                     d += job_cost(work, comm, b, X[b] + rho[b, k], n[b] + 1) - job_cost(work, comm, b, X[b], n[b])
+                    if replacing:
+                        d += _pen_step(pen[b], diff[b], -_own(ck, b))
                 elif a < 0:
                     continue
                 if d < best:
@@ -221,10 +296,14 @@ def polish_kernel(rho: cython.const[cython.double][:, ::1], work: cython.const[c
                     if rho[a, l] <= 0.0:
                         continue
                     d += job_cost(work, comm, a, X[a] - rho[a, k] + rho[a, l], n[a]) - job_cost(work, comm, a, X[a], n[a])
+                    if replacing:
+                        d += _pen_step(pen[a], diff[a], _own(current[k], a) - _own(current[l], a))
                 if b >= 0:
                     if rho[b, k] <= 0.0:
                         continue
                     d += job_cost(work, comm, b, X[b] - rho[b, l] + rho[b, k], n[b]) - job_cost(work, comm, b, X[b], n[b])
+                    if replacing:
+                        d += _pen_step(pen[b], diff[b], _own(current[l], b) - _own(current[k], b))
                 if d < best:
                     best = d
                     kind = 2
@@ -234,20 +313,21 @@ def polish_kernel(rho: cython.const[cython.double][:, ::1], work: cython.const[c
             break
         if kind == 1:
             a = worker_job[bk]
+            b = bb
             worker_job[bk] = bb
-            if a >= 0:
-                _recompute(rho, worker_job, X, n, a)
-            if bb >= 0:
-                _recompute(rho, worker_job, X, n, bb)
         else:
             a = worker_job[bk]
             b = worker_job[bl]
             worker_job[bk] = b
             worker_job[bl] = a
-            if a >= 0:
-                _recompute(rho, worker_job, X, n, a)
-            if b >= 0:
-                _recompute(rho, worker_job, X, n, b)
+        if a >= 0:
+            _recompute(rho, worker_job, X, n, a)
+            if replacing:
+                _worker_diff(worker_job, current, diff, a)
+        if b >= 0:
+            _recompute(rho, worker_job, X, n, b)
+            if replacing:
+                _worker_diff(worker_job, current, diff, b)
         steps += 1
     return steps
 
@@ -259,14 +339,28 @@ def _polish_rows_kernel(rho: cython.const[cython.double][:, ::1], work: cython.c
                         uniform: cython.bint, rows: cython.const[cython.longlong][::1], max_steps: cython.longlong,
                         out_wj: cython.longlong[:, ::1], out_total: cython.double[::1],
                         out_stats: cython.longlong[:, ::1], X: cython.double[:, ::1], n: cython.longlong[:, ::1],
-                        rep: cython.uchar[:, ::1], seen: cython.uchar[:, ::1], threads: cython.int) -> cython.void:
+                        rep: cython.uchar[:, ::1], seen: cython.uchar[:, ::1], replacing: cython.bint,
+                        pen: cython.const[cython.double][::1], current: cython.const[cython.longlong][::1],
+                        diff: cython.longlong[:, ::1], threads: cython.int) -> cython.void:
     j: cython.Py_ssize_t
     s: cython.Py_ssize_t
+    i: cython.Py_ssize_t
     for j in prange(rows.shape[0], nogil=True, num_threads=threads, schedule="dynamic"):
         s = rows[j]
         out_stats[s, 2] = polish_kernel(rho, work, comm, worker_type, uniform, out_wj[s], max_steps,
-                                        X[j], n[j], rep[j], seen[j])
+                                        X[j], n[j], rep[j], seen[j], replacing, pen, current, diff[j])
         out_total[s] = assignment_total(rho, work, comm, out_wj[s], X[j], n[j])
+        if replacing:
+            for i in range(rho.shape[0]):
+                _worker_diff(out_wj[s], current, diff[j], i)
+            out_total[s] = out_total[s] + restart_loss(pen, diff[j])
+
+
+def _restart_args(restart, S, K):
+    """``(replacing, pen (S,), current (K,))`` of the polish kernels from ``restart = (pen, current)`` or None."""
+    if restart is None:
+        return False, np.zeros(S), np.full(K, -1, dtype=np.int64)
+    return True, restart[0], restart[1]
 
 
 def _workspace(R, S, K, worker_type):
@@ -278,26 +372,34 @@ def _workspace(R, S, K, worker_type):
 
 def polish(rho: cython.const[cython.double][:, ::1], work: cython.const[cython.double][::1],
            comm: cython.const[cython.double][:, ::1], worker_type: cython.const[cython.longlong][::1], speed,
-           uniform: cython.bint, worker_job: cython.longlong[::1], max_steps: cython.longlong):
+           uniform: cython.bint, worker_job: cython.longlong[::1], max_steps: cython.longlong, restart=None):
     """Improve ``worker_job`` (int64 (K,)) in place by :func:`polish_kernel`; return the steps taken.
 
     ``speed`` is accepted for the common signature of the polish entries and
     not used (``uniform`` says whether workers of a type are interchangeable).
+    ``restart``: None, or ``(pen, current)`` (float64 (S,), int64 (K,)) to
+    add restart losses (``Problem.restart_cost``, ``Problem.current``).
     """
     X: cython.double[::1]
     n: cython.longlong[::1]
     rep: cython.uchar[::1]
     seen: cython.uchar[::1]
+    pen: cython.const[cython.double][::1]
+    current: cython.const[cython.longlong][::1]
+    diff: cython.longlong[::1] = np.zeros(rho.shape[0], dtype=np.int64)
+    replacing: cython.bint
     steps: cython.longlong
     ws = _workspace(1, rho.shape[0], rho.shape[1], worker_type)
     X, n, rep, seen = ws[0][0], ws[1][0], ws[2][0], ws[3][0]
+    replacing, pen, current = _restart_args(restart, rho.shape[0], rho.shape[1])
     with cython.nogil:
-        steps = polish_kernel(rho, work, comm, worker_type, uniform, worker_job, max_steps, X, n, rep, seen)
+        steps = polish_kernel(rho, work, comm, worker_type, uniform, worker_job, max_steps, X, n, rep, seen,
+                              replacing, pen, current, diff)
     return steps
 
 
 def polish_rows(rho, work, comm, worker_type, speed, uniform, rows, max_steps, out_wj, out_total, out_stats,
-                threads=0):
+                threads=0, restart=None):
     """Polish the assignments ``out_wj[rows[j]]`` in place, in parallel over ``j``; update totals and steps.
 
     Parameters
@@ -310,12 +412,16 @@ def polish_rows(rho, work, comm, worker_type, speed, uniform, rows, max_steps, o
     out_stats : int64 (N, 3)    ``out_stats[rows[j], 2]`` set to the steps taken
     threads : int               Cython's OpenMP threads (<= 0: one per core); Numba's are
                                 set by the caller (``numba.set_num_threads``)
+    restart : None or (pen, current)
+        As :func:`polish`; the totals then include the restart losses.
     """
     S, K = rho.shape
     X, n, rep, seen = _workspace(rows.shape[0], S, K, worker_type)
+    replacing, pen, current = _restart_args(restart, S, K)
+    diff = np.zeros((rows.shape[0], S), dtype=np.int64)
     nt = threads if threads > 0 else (os.cpu_count() or 1)
     _polish_rows_kernel(rho, work, comm, worker_type, uniform, rows, max_steps, out_wj, out_total, out_stats,
-                        X, n, rep, seen, nt)
+                        X, n, rep, seen, replacing, pen, current, diff, nt)
 
 
 # ------------------------------------------------------------------ worker classes
@@ -409,6 +515,106 @@ def _refresh(rhoC: cython.const[cython.double][:, ::1], cnt: cython.longlong[:, 
 @cython.inline
 @cython.nogil
 @cython.exceptval(check=False)
+def _class_diff(cnt: cython.longlong[:, ::1], curC: cython.const[cython.longlong][:, ::1], diff: cython.longlong[::1],
+                i: cython.Py_ssize_t) -> cython.void:
+    """``diff[i] = sum_c |cnt[i, c] - curC[i, c]|``: 0 exactly when job i can keep its current workers."""
+    m: cython.longlong = 0
+    c: cython.Py_ssize_t
+    for c in range(cnt.shape[1]):
+        if cnt[i, c] > curC[i, c]:
+            m += cnt[i, c] - curC[i, c]
+        else:
+            m += curC[i, c] - cnt[i, c]
+    diff[i] = m
+
+
+@cython.cfunc
+@cython.inline
+@cython.nogil
+@cython.exceptval(check=False)
+def _lose(cnt: cython.longlong[:, ::1], curC: cython.const[cython.longlong][:, ::1], i: cython.Py_ssize_t,
+          c: cython.Py_ssize_t) -> cython.longlong:
+    """Change of ``diff[i]`` when job i loses a class-c worker (gaining one: ``-_lose`` of the count after)."""
+    if cnt[i, c] > curC[i, c]:
+        return -1
+    return 1
+
+
+@cython.cfunc
+@cython.inline
+@cython.nogil
+@cython.exceptval(check=False)
+def _gain(cnt: cython.longlong[:, ::1], curC: cython.const[cython.longlong][:, ::1], i: cython.Py_ssize_t,
+          c: cython.Py_ssize_t) -> cython.longlong:
+    """Change of ``diff[i]`` when job i gains a class-c worker."""
+    if cnt[i, c] < curC[i, c]:
+        return -1
+    return 1
+
+
+@cython.cfunc
+@cython.nogil
+@cython.exceptval(check=False)
+def class_restart_loss(pen: cython.const[cython.double][::1], cnt: cython.longlong[:, ::1],
+                       curC: cython.const[cython.longlong][:, ::1], diff: cython.longlong[::1]) -> cython.double:
+    """Restart losses of the counts ``cnt`` (``diff`` is set, a work array)."""
+    i: cython.Py_ssize_t
+    for i in range(cnt.shape[0]):
+        _class_diff(cnt, curC, diff, i)
+    return restart_loss(pen, diff)
+
+
+@cython.cfunc
+@cython.nogil
+@cython.exceptval(check=False)
+def expand_counts_keep(cnt: cython.longlong[:, ::1], members: cython.const[cython.longlong][::1],
+                       cls_start: cython.const[cython.longlong][::1], current: cython.const[cython.longlong][::1],
+                       worker_job: cython.longlong[::1], taken: cython.longlong[::1]) -> cython.void:
+    """:func:`expand_counts` that gives every job its own current workers of a class first.
+
+    In each class, job i first takes up to ``cnt[i, c]`` of the class's
+    workers it runs on now (``current``), then the class's other workers go,
+    in ascending order, to jobs 0, 1, ... that still need some; the rest are
+    idle.  The current sets are disjoint, so every job whose counts equal its
+    current counts gets exactly its current workers (docs/model.md §1.4).
+    ``taken``: (S,) work array.
+    """
+    S: cython.Py_ssize_t = cnt.shape[0]
+    C: cython.Py_ssize_t = cnt.shape[1]
+    c: cython.Py_ssize_t
+    i: cython.Py_ssize_t
+    p: cython.Py_ssize_t
+    k: cython.longlong
+    j: cython.longlong
+    for c in range(C):
+        for i in range(S):
+            taken[i] = 0
+        for p in range(cls_start[c], cls_start[c + 1]):
+            k = members[p]
+            j = current[k]
+            if j >= 0 and taken[j] < cnt[j, c]:
+                worker_job[k] = j
+                taken[j] += 1
+            else:
+                worker_job[k] = -2  # not yet given
+        i = 0
+        for p in range(cls_start[c], cls_start[c + 1]):
+            k = members[p]
+            if worker_job[k] != -2:
+                continue
+            while i < S and taken[i] >= cnt[i, c]:
+                i += 1
+            if i < S:
+                worker_job[k] = i
+                taken[i] += 1
+            else:
+                worker_job[k] = -1
+
+
+@cython.cfunc
+@cython.inline
+@cython.nogil
+@cython.exceptval(check=False)
 def _push2(v: cython.double, j: cython.Py_ssize_t, v1: cython.double, j1: cython.Py_ssize_t, v2: cython.double,
            j2: cython.Py_ssize_t) -> tuple[cython.double, cython.Py_ssize_t, cython.double, cython.Py_ssize_t]:
     """Insert candidate (v, j) into the two smallest (v1, j1) <= (v2, j2); strict ``<``."""
@@ -437,7 +643,9 @@ def _partner(a: cython.Py_ssize_t, v1: cython.double, j1: cython.Py_ssize_t, v2:
 def _step_gain(rhoC: cython.const[cython.double][:, ::1], work: cython.const[cython.double][::1],
                comm: cython.const[cython.double][:, ::1], cnt: cython.longlong[:, ::1], idle: cython.longlong[::1],
                X: cython.double[::1], n: cython.longlong[::1], kind: cython.int, c: cython.Py_ssize_t,
-               e: cython.Py_ssize_t, a: cython.Py_ssize_t, b: cython.Py_ssize_t) -> cython.double:
+               e: cython.Py_ssize_t, a: cython.Py_ssize_t, b: cython.Py_ssize_t, replacing: cython.bint,
+               pen: cython.const[cython.double][::1], curC: cython.const[cython.longlong][:, ::1],
+               diff: cython.longlong[::1]) -> cython.double:
     """Cost change of repeating the step just taken (``inf``: no longer possible).
 
     kind 1: a class-c worker from a to b; kind 2: a gives c and takes e, b the
@@ -451,23 +659,31 @@ def _step_gain(rhoC: cython.const[cython.double][:, ::1], work: cython.const[cyt
             if cnt[a, c] == 0 or n[a] == 1:
                 return INF
             g += job_cost(work, comm, a, X[a] - rhoC[a, c], n[a] - 1) - job_cost(work, comm, a, X[a], n[a])
+            if replacing:
+                g += _pen_step(pen[a], diff[a], _lose(cnt, curC, a, c))
         elif idle[c] == 0:
             return INF
         if b < S:
             if n[b] >= K:
                 return INF
             g += job_cost(work, comm, b, X[b] + rhoC[b, c], n[b] + 1) - job_cost(work, comm, b, X[b], n[b])
+            if replacing:
+                g += _pen_step(pen[b], diff[b], _gain(cnt, curC, b, c))
         return g
     if a < S:
         if cnt[a, c] == 0:
             return INF
         g += job_cost(work, comm, a, X[a] - rhoC[a, c] + rhoC[a, e], n[a]) - job_cost(work, comm, a, X[a], n[a])
+        if replacing:
+            g += _pen_step(pen[a], diff[a], _lose(cnt, curC, a, c) + _gain(cnt, curC, a, e))
     elif idle[c] == 0:
         return INF
     if b < S:
         if cnt[b, e] == 0:
             return INF
         g += job_cost(work, comm, b, X[b] - rhoC[b, e] + rhoC[b, c], n[b]) - job_cost(work, comm, b, X[b], n[b])
+        if replacing:
+            g += _pen_step(pen[b], diff[b], _lose(cnt, curC, b, e) + _gain(cnt, curC, b, c))
     elif idle[e] == 0:
         return INF
     return g
@@ -479,7 +695,9 @@ def _step_gain(rhoC: cython.const[cython.double][:, ::1], work: cython.const[cyt
 def polish_classes_kernel(rhoC: cython.const[cython.double][:, ::1], work: cython.const[cython.double][::1],
                           comm: cython.const[cython.double][:, ::1], mc: cython.const[cython.longlong][::1],
                           cnt: cython.longlong[:, ::1], max_steps: cython.longlong, X: cython.double[::1],
-                          n: cython.longlong[::1], idle: cython.longlong[::1]) -> cython.longlong:
+                          n: cython.longlong[::1], idle: cython.longlong[::1], replacing: cython.bint,
+                          pen: cython.const[cython.double][::1], curC: cython.const[cython.longlong][:, ::1],
+                          diff: cython.longlong[::1]) -> cython.longlong:
     """Improve the counts ``cnt`` (S, C) in place by move/swap descent; return the steps taken.
 
     Parameters
@@ -491,6 +709,10 @@ def polish_classes_kernel(rhoC: cython.const[cython.double][:, ::1], work: cytho
     cnt : int64 (S, C)        feasible counts (every job >= 1 worker), modified in place
     max_steps : int64         cap on accepted steps
     X, n : float64, int64 (S,); idle : int64 (C,)   work arrays
+    replacing : bool          add restart losses: job i pays ``pen[i]`` unless its
+                              counts equal ``curC[i]`` (docs/model.md §1.4)
+    pen : float64 (S,); curC : int64 (S, C)   restart costs, current counts
+    diff : int64 (S,)         work array (``sum_c |cnt - curC|`` per job)
 
     Notes
     -----
@@ -539,6 +761,8 @@ def polish_classes_kernel(rhoC: cython.const[cython.double][:, ::1], work: cytho
     g: cython.double
     for i in range(S):
         _refresh(rhoC, cnt, X, n, i)
+        if replacing:
+            _class_diff(cnt, curC, diff, i)
     for c in range(C):
         u = mc[c]
         for i in range(S):
@@ -548,6 +772,8 @@ def polish_classes_kernel(rhoC: cython.const[cython.double][:, ::1], work: cytho
         total = 0.0
         for i in range(S):
             total += job_cost(work, comm, i, X[i], n[i])
+        if replacing:
+            total += restart_loss(pen, diff)
         best = -REL_GAIN * total
         kind = 0
         bc = -1
@@ -566,6 +792,8 @@ def polish_classes_kernel(rhoC: cython.const[cython.double][:, ::1], work: cytho
                     if x <= 0.0 or n[b] >= K:  # K: every worker already on b
                         continue
                     v = job_cost(work, comm, b, X[b] + x, n[b] + 1) - job_cost(work, comm, b, X[b], n[b])
+                    if replacing:
+                        v += _pen_step(pen[b], diff[b], _gain(cnt, curC, b, c))
                 else:
                     v = 0.0
                 v1, j1, v2, j2 = _push2(v, b, v1, j1, v2, j2)
@@ -574,6 +802,8 @@ def polish_classes_kernel(rhoC: cython.const[cython.double][:, ::1], work: cytho
                     if cnt[a, c] == 0 or n[a] == 1:
                         continue
                     r = job_cost(work, comm, a, X[a] - rhoC[a, c], n[a] - 1) - job_cost(work, comm, a, X[a], n[a])
+                    if replacing:
+                        r += _pen_step(pen[a], diff[a], _lose(cnt, curC, a, c))
                 else:
                     if idle[c] == 0:
                         continue
@@ -605,6 +835,8 @@ def polish_classes_kernel(rhoC: cython.const[cython.double][:, ::1], work: cytho
                         if x <= 0.0:
                             continue
                         v = job_cost(work, comm, b, X[b] - rhoC[b, e] + x, n[b]) - job_cost(work, comm, b, X[b], n[b])
+                        if replacing:
+                            v += _pen_step(pen[b], diff[b], _lose(cnt, curC, b, e) + _gain(cnt, curC, b, c))
                     else:
                         if idle[e] == 0:
                             continue
@@ -620,6 +852,8 @@ def polish_classes_kernel(rhoC: cython.const[cython.double][:, ::1], work: cytho
                         if x <= 0.0:
                             continue
                         g = job_cost(work, comm, a, X[a] - rhoC[a, c] + x, n[a]) - job_cost(work, comm, a, X[a], n[a])
+                        if replacing:
+                            g += _pen_step(pen[a], diff[a], _lose(cnt, curC, a, c) + _gain(cnt, curC, a, e))
                     else:
                         if idle[c] == 0:
                             continue
@@ -666,13 +900,21 @@ def polish_classes_kernel(rhoC: cython.const[cython.double][:, ::1], work: cytho
                 else:
                     idle[bd] -= 1
                     idle[bc] += 1
+            if replacing:
+                if ba < S:
+                    _class_diff(cnt, curC, diff, ba)
+                if bb < S:
+                    _class_diff(cnt, curC, diff, bb)
             steps += 1
             if steps >= max_steps:
                 break
             total = 0.0
             for i in range(S):
                 total += job_cost(work, comm, i, X[i], n[i])
-            if not _step_gain(rhoC, work, comm, cnt, idle, X, n, kind, bc, bd, ba, bb) < -REL_GAIN * total:
+            if replacing:
+                total += restart_loss(pen, diff)
+            if not _step_gain(rhoC, work, comm, cnt, idle, X, n, kind, bc, bd, ba, bb,
+                              replacing, pen, curC, diff) < -REL_GAIN * total:
                 break
     return steps
 
@@ -687,43 +929,111 @@ def _polish_rows_classes_kernel(rhoC: cython.const[cython.double][:, ::1], work:
                                 max_steps: cython.longlong, out_wj: cython.longlong[:, ::1],
                                 out_total: cython.double[::1], out_stats: cython.longlong[:, ::1],
                                 cnt: cython.longlong[:, :, ::1], X: cython.double[:, ::1], n: cython.longlong[:, ::1],
-                                idle: cython.longlong[:, ::1], threads: cython.int) -> cython.void:
+                                idle: cython.longlong[:, ::1], replacing: cython.bint,
+                                pen: cython.const[cython.double][::1], curC: cython.const[cython.longlong][:, ::1],
+                                current: cython.const[cython.longlong][::1], diff: cython.longlong[:, ::1],
+                                threads: cython.int) -> cython.void:
     j: cython.Py_ssize_t
     s: cython.Py_ssize_t
     for j in prange(rows.shape[0], nogil=True, num_threads=threads, schedule="dynamic"):
         s = rows[j]
         counts_of(out_wj[s], class_of, cnt[j])
-        out_stats[s, 2] = polish_classes_kernel(rhoC, work, comm, mc, cnt[j], max_steps, X[j], n[j], idle[j])
-        expand_counts(cnt[j], members, cls_start, out_wj[s])
-        out_total[s] = class_totals(rhoC, work, comm, cnt[j], X[j], n[j])
+        out_stats[s, 2] = polish_classes_kernel(rhoC, work, comm, mc, cnt[j], max_steps, X[j], n[j], idle[j],
+                                                replacing, pen, curC, diff[j])
+        if replacing:
+            expand_counts_keep(cnt[j], members, cls_start, current, out_wj[s], diff[j])  # diff: taken
+            out_total[s] = class_totals(rhoC, work, comm, cnt[j], X[j], n[j]) + class_restart_loss(
+                pen, cnt[j], curC, diff[j])
+        else:
+            expand_counts(cnt[j], members, cls_start, out_wj[s])
+            out_total[s] = class_totals(rhoC, work, comm, cnt[j], X[j], n[j])
+
+
+def _class_restart_args(restart, S, C, K):
+    """``(replacing, pen (S,), curC (S, C), current (K,))`` from ``restart = (pen, curC, current)`` or None."""
+    if restart is None:
+        return False, np.zeros(S), np.zeros((S, C), dtype=np.int64), np.full(K, -1, dtype=np.int64)
+    return True, restart[0], restart[1], restart[2]
 
 
 def polish_classes(rhoC: cython.const[cython.double][:, ::1], work: cython.const[cython.double][::1],
                    comm: cython.const[cython.double][:, ::1], mc: cython.const[cython.longlong][::1],
-                   cnt: cython.longlong[:, ::1], max_steps: cython.longlong):
-    """Improve the class counts ``cnt`` (int64 (S, C)) in place by :func:`polish_classes_kernel`; return the steps taken."""
+                   cnt: cython.longlong[:, ::1], max_steps: cython.longlong, restart=None):
+    """Improve the class counts ``cnt`` (int64 (S, C)) in place by :func:`polish_classes_kernel`; return the steps taken.
+
+    ``restart``: None, or ``(pen, curC)`` (float64 (S,), int64 (S, C)): restart
+    costs and current counts per class, to add restart losses.
+    """
     X: cython.double[::1] = np.zeros(rhoC.shape[0])
     n: cython.longlong[::1] = np.zeros(rhoC.shape[0], dtype=np.int64)
     idle: cython.longlong[::1] = np.zeros(rhoC.shape[1], dtype=np.int64)
+    diff: cython.longlong[::1] = np.zeros(rhoC.shape[0], dtype=np.int64)
+    pen: cython.const[cython.double][::1]
+    curC: cython.const[cython.longlong][:, ::1]
+    replacing: cython.bint
     steps: cython.longlong
+    if restart is None:
+        replacing, pen, curC = False, np.zeros(rhoC.shape[0]), np.zeros((rhoC.shape[0], rhoC.shape[1]), dtype=np.int64)
+    else:
+        replacing, pen, curC = True, restart[0], restart[1]
     with cython.nogil:
-        steps = polish_classes_kernel(rhoC, work, comm, mc, cnt, max_steps, X, n, idle)
+        steps = polish_classes_kernel(rhoC, work, comm, mc, cnt, max_steps, X, n, idle, replacing, pen, curC, diff)
     return steps
 
 
 def polish_rows_classes(rhoC, work, comm, mc, class_of, members, cls_start, rows, max_steps, out_wj, out_total,
-                        out_stats, threads=0):
+                        out_stats, threads=0, restart=None):
     """Polish ``out_wj[rows[j]]`` on class counts, in place and in parallel over ``j``.
 
     Each row is counted per class (``class_of``), polished by
     :func:`polish_classes_kernel`, expanded back to workers (``members``,
     ``cls_start``: see :func:`hetplace.smp.worker_classes`) and scored;
     ``out_total``, ``out_stats`` and ``threads`` as in :func:`polish_rows`.
+    ``restart``: None, or ``(pen, curC, current)``: restart costs (S,),
+    current counts per class (S, C) and the running placement (K,); rows are
+    then expanded keeping current workers (:func:`expand_counts_keep`) and
+    their totals include the restart losses.
     """
     R = rows.shape[0]
     S, C = rhoC.shape
     cnt = np.zeros((R, S, C), dtype=np.int64)
     X, n, idle = np.zeros((R, S)), np.zeros((R, S), dtype=np.int64), np.zeros((R, C), dtype=np.int64)
+    replacing, pen, curC, current = _class_restart_args(restart, S, C, out_wj.shape[1])
+    diff = np.zeros((R, S), dtype=np.int64)
     nt = threads if threads > 0 else (os.cpu_count() or 1)
     _polish_rows_classes_kernel(rhoC, work, comm, mc, class_of, members, cls_start, rows, max_steps, out_wj,
-                                out_total, out_stats, cnt, X, n, idle, nt)
+                                out_total, out_stats, cnt, X, n, idle, replacing, pen, curC, current, diff, nt)
+
+
+@cython.cfunc
+@cython.exceptval(check=False)
+def _keep_rows_kernel(class_of: cython.const[cython.longlong][::1], members: cython.const[cython.longlong][::1],
+                      cls_start: cython.const[cython.longlong][::1], current: cython.const[cython.longlong][::1],
+                      pen: cython.const[cython.double][::1], curC: cython.const[cython.longlong][:, ::1],
+                      out_wj: cython.longlong[:, ::1], out_loss: cython.double[::1], cnt: cython.longlong[:, :, ::1],
+                      diff: cython.longlong[:, ::1], threads: cython.int) -> cython.void:
+    s: cython.Py_ssize_t
+    for s in prange(out_wj.shape[0], nogil=True, num_threads=threads, schedule="static"):
+        counts_of(out_wj[s], class_of, cnt[s])
+        expand_counts_keep(cnt[s], members, cls_start, current, out_wj[s], diff[s])
+        out_loss[s] = class_restart_loss(pen, cnt[s], curC, diff[s])
+
+
+def keep_rows(class_of, members, cls_start, current, pen, curC, out_wj, threads=0):
+    """Give every job its own current workers first, row by row; return the restart loss of each row.
+
+    Each row of ``out_wj`` (int64 (N, K)) keeps its counts per exact class
+    (``class_of``, ``members``, ``cls_start``: :func:`hetplace.smp.worker_classes`)
+    and is re-expanded by :func:`expand_counts_keep`, which leaves its JCT
+    unchanged (workers of an exact class are interchangeable) and keeps every
+    job whose counts equal its current ones (``curC``, (S, C)).  Returns
+    float64 (N,): the sum of ``pen`` over the jobs that still restart.
+    """
+    N = out_wj.shape[0]
+    S, C = curC.shape
+    cnt = np.zeros((N, S, C), dtype=np.int64)
+    diff = np.zeros((N, S), dtype=np.int64)
+    out_loss = np.zeros(N)
+    nt = threads if threads > 0 else (os.cpu_count() or 1)
+    _keep_rows_kernel(class_of, members, cls_start, current, pen, curC, out_wj, out_loss, cnt, diff, nt)
+    return out_loss
