@@ -357,8 +357,8 @@ def solve_exact(
 
     **Pruning by an incumbent** (ours).  Before building, a feasible
     placement is made (the greedy baseline, trimmed to ``max_workers``; with
-    running jobs also the placement keeping every job that can, the others
-    greedy on the rest, whichever is better; then improved by single-worker
+    running jobs also the keep-greedy baseline, whichever is better; then
+    improved by single-worker
     moves and swaps, priced with restart losses); with its mean JCT ``U``
     (restart losses included), a job's JCT without its restart loss in any
     placement at least as good is at most ``J_i = S U - sum_{j != i}
@@ -567,48 +567,23 @@ def _incumbent(problem):
 
     Every valid Problem has one (it validates coverability), so this is the
     witness against any "infeasible" claim, the upper bound that prunes the MILP
-    and the cross-check of every "optimal" one.  With running jobs, the
-    placement that keeps every job that may keep its workers
-    (:func:`_keep_incumbent`) is tried too and the better one returned.
+    and the cross-check of every "optimal" one.  With running jobs the
+    keep-greedy baseline (every job that can keeps its workers, the others
+    are placed greedily on the rest) is tried too and the better one returned.
     """
-    greedy = _greedy_incumbent(problem)
-    kept = _keep_incumbent(problem) if problem.replacing else None
-    return greedy if kept is None or kept.mean_jct >= greedy.mean_jct else kept
+    from .baselines import greedy_placement, keep_greedy_placement
+
+    best = _trimmed(problem, greedy_placement(problem))
+    if problem.replacing:
+        kept = _trimmed(problem, keep_greedy_placement(problem))
+        if kept.mean_jct < best.mean_jct:
+            best = kept
+    return best
 
 
-def _keep_incumbent(problem):
-    """Jobs that may keep their workers keep them; the others share the rest greedily.
-
-    The others (new jobs, and running ones that cannot keep) form a problem on
-    the workers left free, placed by :func:`_greedy_incumbent`.  None when
-    that problem has no placement (the kept jobs hold workers the others need).
-    """
-    from .errors import InvalidProblemError
-
-    cur = problem.current
-    kept = (cur >= 0) & problem.can_keep[np.maximum(cur, 0)]
-    worker_job = np.where(kept, cur, -1)
-    rest = np.flatnonzero(~problem.can_keep)
-    if rest.size:
-        try:
-            sub = Problem(
-                problem.throughput[rest], problem.type_counts, problem.batch[rest], problem.iterations[rest],
-                problem.grad_bytes[rest], problem.bandwidth, problem.worker_speed,
-                min_workers=problem.min_workers[rest], max_workers=problem.max_workers[rest],
-                available=problem.available & ~kept,
-            )
-        except InvalidProblemError:
-            return None
-        placed = _greedy_incumbent(sub).worker_job
-        worker_job[placed >= 0] = rest[placed[placed >= 0]]
-    return evaluate(problem, worker_job, method="exact")
-
-
-def _greedy_incumbent(problem):
-    """The greedy baseline (which ignores restarts), trimmed to ``max_workers``."""
-    from .baselines import greedy_placement
-
-    worker_job = np.array(greedy_placement(problem), dtype=np.int64)
+def _trimmed(problem, worker_job):
+    """``worker_job`` with every job cut to its ``max_workers`` fastest workers, evaluated."""
+    worker_job = np.array(worker_job, dtype=np.int64)
     rho = problem.worker_throughput
     for i in np.flatnonzero(np.bincount(worker_job[worker_job >= 0], minlength=problem.n_jobs)
                             > problem.max_workers):
