@@ -292,7 +292,7 @@ def test_smp_admission_when_jobs_outnumber_gpus():
     assert r.status == "complete"
     state, out = pol.log[0]
     assert len(out) == 3 and len(state.jobs) == 10
-    assert sorted(out) == [0, 1, 2]  # equal attained service: arrival order, then job id
+    assert sorted(out) == [0, 1, 2]  # equal remaining time: arrival order, then job id
 
 
 # ------------------------------------------------------------------ errors

@@ -34,9 +34,11 @@ class SMPPolicy:
     admission : {"las", "srpt", "fifo"}
         Which jobs enter the round's Problem when they outnumber what it can
         hold (one GPU each; their scale factors for ``"smp-rigid"``): least
-        attained service first (default), shortest remaining isolated time
-        first, or arrival order; ties by arrival then job id.  The others
-        wait this round.
+        attained service first, shortest remaining time first (default; the
+        remaining steps over the fastest rate the progress model allows on
+        the job's scale factor), or arrival order; ties by arrival then job
+        id.  The others wait this round.  docs/online.md §5.1 has the
+        measurement behind the default.
     samples : int
         SMP samples per round (default 16).
     restart_candidates : int
@@ -64,7 +66,7 @@ class SMPPolicy:
     name = "smp"
     rigid = False
 
-    def __init__(self, max_gpus=8, admission="las", samples=16, restart_candidates=2, restart_floor=10.0, seed=0):
+    def __init__(self, max_gpus=8, admission="srpt", samples=16, restart_candidates=2, restart_floor=10.0, seed=0):
         self.max_gpus = check_positive_int("max_gpus", max_gpus, allow_none=False, maximum=4096)
         self.admission = check_choice("admission", admission, ADMISSION)
         self.samples = check_positive_int("samples", samples, allow_none=False)
