@@ -372,3 +372,10 @@ def test_cli_simulate_bad_input_is_one_line(tmp_path, capsys, argv, match):
     code = main(["simulate", "--jobs", "5", "--no-progress", "--out", str(tmp_path), *argv])
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("hetplace: error:") and match in err and len(err.strip().splitlines()) == 1
+
+
+def test_smp_rigid_places_a_job_whose_batch_is_below_its_scale_factor():
+    # LM (batch size 5) on 8 GPUs: a Problem job uses at most `batch` workers, so the policy scales the batch
+    trace = [Job(0, "LM (batch size 5)", 0.0, 1e4, 8, math.nan)]
+    r = simulate(trace, {"v100": 8, "p100": 8}, "smp-rigid", progress=False)
+    assert r.status == "complete" and r.jobs["max_gpus"][0] == 8

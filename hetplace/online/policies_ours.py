@@ -55,8 +55,10 @@ class SMPPolicy:
     Notes
     -----
     The policy's model (hetplace's, docs/model.md §1): throughput of job i on
-    one GPU of type g = the table's 1-GPU steps/s times the model's per-GPU
-    batch; batch = that per-GPU batch; iterations = remaining steps;
+    one GPU of type g = the table's 1-GPU steps/s times the batch; batch =
+    the model's per-GPU batch, times the smallest factor that lets it reach
+    its largest allowed size (a Problem job uses at most ``batch`` workers);
+    iterations = remaining steps;
     communication per step fitted to the table's V100 scaling (least squares
     of ``1/T(n) - 1/(n T(1))`` against the ring all-reduce factor
     ``2 (n - 1) / n``, clipped at 0).  The simulator's progress model is what
@@ -154,9 +156,12 @@ class SMPPolicy:
         current = np.full(K, -1, dtype=np.int64)
         for i, s in enumerate(admitted):
             r, b, cap, comm = self._model_data(state.table, types, s.job.model)
-            rho[i], batch[i], grad[i] = r, b, comm * _BANDWIDTH
-            iters[i] = max(s.remaining_steps, 1e-9)
             lo[i], hi[i] = self._bounds(s.job, cap)
+            # a Problem job uses at most `batch` workers: the batch (and with it the samples/s, so that
+            # the JCTs stay steps / steps-per-second) is scaled to the largest size allowed
+            scale = max(1, -(-int(hi[i]) // int(b)))
+            rho[i], batch[i], grad[i] = r * scale, b * scale, comm * _BANDWIDTH
+            iters[i] = max(s.remaining_steps, 1e-9)
             rt[i] = max(state.progress.restart_time(s.job.model), self.restart_floor)
             for g, idx in s.gpus.items():
                 if g in offset:
