@@ -170,27 +170,19 @@ def realise_counts(problem: Problem, counts: np.ndarray, members: "list[np.ndarr
     workers as they can (fewest physical moves).  Without running jobs this is
     plain index order: job 0 takes the first workers of every class, job 1
     the next, and so on.  The one routine that turns counts into workers for
-    the type DP, the MILP and SMP.
+    the type DP, the MILP and SMP: the kernel ``expand_counts_keep`` of
+    :mod:`hetplace._core._polish` (SMP calls it inside its kernels).
     """
-    worker_job = np.full(problem.n_workers, -1, dtype=np.int64)
-    need = np.array(counts, dtype=np.int64, copy=True)
-    cur = problem.current
-    for c, m in enumerate(members):
-        jobs = np.flatnonzero(need[:, c])
-        if jobs.size == 0:
-            continue
-        if problem.replacing:
-            owner = cur[m]
-            for i in jobs:  # own current workers of the class first (the sets are disjoint)
-                take = m[owner == i][: need[i, c]]
-                worker_job[take] = i
-                need[i, c] -= take.size
-        free = m[worker_job[m] < 0]
-        pos = 0
-        for i in jobs:  # then the free ones, in index order
-            n = int(need[i, c])
-            worker_job[free[pos:pos + n]] = i
-            pos += n
+    from ._core import _registry
+
+    worker_job = np.full(problem.n_workers, -1, dtype=np.int64)  # workers in no class stay idle
+    sizes = [len(m) for m in members]
+    flat = np.ascontiguousarray(np.concatenate(members) if members else np.zeros(0), dtype=np.int64)
+    start = np.zeros(len(members) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=start[1:])
+    backend = "cython" if _registry.unavailable("cython") is None else "python"  # no JIT compile for this
+    _registry.kernels(backend).expand_keep(np.ascontiguousarray(counts, dtype=np.int64), flat, start,
+                                           problem.current, worker_job)
     return worker_job
 
 
