@@ -438,3 +438,12 @@ def test_sia_rigid_keeps_the_trace_scale_factor():
     jobs = {js.job.job_id: js.job for js in state.jobs}
     for jid, a in alloc.items():
         assert list(a.values()) == [jobs[jid].scale_factor]
+
+
+def test_allox_starts_the_job_that_runs_first_in_the_optimal_order():
+    # one GPU, three jobs: shortest first is optimal, so the shortest starts now
+    starts, total = _allox_match(np.array([[3.0], [1.0], [2.0]]), np.array([1]))
+    assert starts == [(1, 0)] and total == pytest.approx(1 + 3 + 6)
+    # two GPUs of one type, three jobs: the two shortest start, the longest waits
+    starts, _ = _allox_match(np.array([[3.0], [1.0], [2.0]]), np.array([2]))
+    assert sorted(starts) == [(1, 0), (2, 0)]
