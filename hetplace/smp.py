@@ -370,7 +370,7 @@ def _run(problem, cats, opts, extra=None):
     local search.  Rows not polished keep their market result.  Each pass runs
     on worker classes or on single workers as :func:`class_modes` decides.
 
-    In a re-placement (``problem.replacing``, docs/model.md §3.8) every market
+    In a re-placement (``problem.replacing``, docs/model.md §3.11) every market
     row is re-expanded so that each job takes its own current workers of a
     class first (same JCT, every job whose counts equal its current ones
     kept), totals include the restart losses, the rows ``extra`` (keep
@@ -729,7 +729,7 @@ def _keep_candidate(problem, restart, opts, seed):
 
 
 def _keep_candidates(problem, opts, seed):
-    """(E, K) int64: the keep candidates of a re-placement (docs/model.md §3.8)."""
+    """(E, K) int64: the keep candidates of a re-placement (docs/model.md §3.11)."""
     from .baselines import keep_greedy_placement
 
     rows = [keep_greedy_placement(problem)]  # so SMP never does worse than that baseline

@@ -26,7 +26,8 @@ BACKENDS = ("cython", "numba", "python")
 
 #: Single-source modules, and the kernels each gives every backend.
 _SINGLE_SOURCE = {
-    "_polish": ("polish", "polish_rows", "polish_classes", "polish_rows_classes", "keep_rows"),
+    "_polish": ("polish", "polish_rows", "polish_classes", "polish_rows_classes", "keep_rows", "expand_keep"),
+    "_ordinal": ("ordinal_match",),
 }
 #: Cython-only extensions the compiled backend also needs (their kernels are not registered yet).
 _CYTHON_EXTRAS = ("_smp",)
