@@ -8,6 +8,8 @@ ProgressModel
     How fast a job runs on an allocation, and what a restart costs.
 simulate, ClusterState, JobState, SimulationResult
     The simulator, what a policy sees, what it returns.
+lower_bound, LowerBound
+    Each job alone on its fastest allocation: a bound below every policy's JCT.
 make_policy, POLICIES
     Policies by name: ours ("smp", "smp-rigid") and the peers' re-implementations.
 
@@ -16,6 +18,7 @@ docs/online.md describes the model and the policy interface.
 
 from .._validation import check_choice
 from ..errors import InvalidOptionError
+from .bounds import LowerBound, lower_bound
 from .progress import ProgressModel
 from .result import SimulationResult
 from .simulator import ClusterState, JobState, parse_cluster, simulate
@@ -23,7 +26,7 @@ from .trace import Job, gavel_trace, read_trace, write_trace
 
 __all__ = [
     "Job", "gavel_trace", "read_trace", "write_trace", "ProgressModel", "simulate", "ClusterState", "JobState",
-    "SimulationResult", "make_policy", "policy_names", "parse_cluster",
+    "SimulationResult", "make_policy", "policy_names", "parse_cluster", "lower_bound", "LowerBound",
 ]
 
 

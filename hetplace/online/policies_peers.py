@@ -235,19 +235,24 @@ class _GavelRoundPolicy(_PeerPolicy):
     type when that many are free.  The programme is re-solved, and the bookkeeping
     reset, when the set of active jobs differs from the one it was solved for and
     at least ``min_reset_interval`` seconds have passed since the last reset
-    (Gavel's simulator default: 1920 s); jobs that arrived since have priority 0
-    and run on GPUs left over.
+    (Gavel's simulator default: 1920 s).  Jobs that arrived since have priority 0;
+    with ``new_jobs="idle"`` (default, what Gavel's simulator does) such a job picked
+    from a queue takes its GPUs for the round but does not run on them (Gavel's
+    queue walk counts it against the free GPUs, then its worker assignment skips
+    jobs outside the allocation), so they stay idle; ``new_jobs="run"`` runs it
+    there instead.
     """
 
     _aware = False
 
-    def __init__(self, min_reset_interval=1920.0, seed=0):
+    def __init__(self, min_reset_interval=1920.0, seed=0, new_jobs="idle"):
         super().__init__()
         self.min_reset_interval = _check_real(
             "min_reset_interval", min_reset_interval,
             fix="Pass the seconds between re-solves, e.g. 1920 (Gavel's default) or 0 to re-solve at every change.",
         )
         self.seed = check_seed(seed)
+        self.new_jobs = check_choice("new_jobs", new_jobs, ("idle", "run"))
         self.reset()
 
     def reset(self):
@@ -353,7 +358,9 @@ class _GavelRoundPolicy(_PeerPolicy):
                     continue
                 placed.add(j)
                 free[t] -= s
-                out[jobs[j].job.job_id] = {types[t]: s}
+                jid = jobs[j].job.job_id
+                if jid in self._X or self.new_jobs == "run":
+                    out[jid] = {types[t]: s}
         return out
 
     def shares(self):
@@ -468,10 +475,10 @@ class FtfPolicy(_GavelRoundPolicy):
 
     name = "ftf"
 
-    def __init__(self, min_reset_interval=1920.0, seed=0, tol=1e-3):
+    def __init__(self, min_reset_interval=1920.0, seed=0, tol=1e-3, new_jobs="idle"):
         self.tol = _check_real("tol", tol, low=0.0, strict=True, high=0.5,
                                fix="Pass a relative tolerance such as 1e-3.")
-        super().__init__(min_reset_interval=min_reset_interval, seed=seed)
+        super().__init__(min_reset_interval=min_reset_interval, seed=seed, new_jobs=new_jobs)
 
     def reset(self):
         super().reset()

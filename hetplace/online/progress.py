@@ -176,10 +176,12 @@ class ProgressModel:
         best = max(self.single_rates(model, g, n)[n] for g, n in items)
         return float(max(split, best))
 
-    def bound(self, model, n_gpus):
+    def bound(self, model, n_gpus, types=None):
         """An upper bound (steps/s) on ``model`` on any allocation of at most ``n_gpus`` GPUs under this model.
 
-        The best table figure of one type on at most ``up(n_gpus)`` GPUs (class Notes).
+        The best table figure of one type on at most ``up(n_gpus)`` GPUs (class Notes),
+        over ``types`` (default: every type of the table; a mixed allocation of those
+        types never runs faster).
         """
         up = min([c for c in self.counts if c >= n_gpus] or [max(self.counts)])
-        return float(max(self.single_rates(model, g, up)[: up + 1].max() for g in self.types))
+        return float(max(self.single_rates(model, g, up)[: up + 1].max() for g in (types or self.types)))

@@ -2,15 +2,17 @@
 
 import math
 import os
+import random
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from .._validation import check_positive_int, check_seed, is_real_scalar
+from .._validation import check_choice, check_positive_int, check_seed, is_real_scalar
 from ..errors import InvalidOptionError, InvalidProblemError
 
-__all__ = ["Job", "gavel_trace", "read_trace", "write_trace", "SCALE_FACTORS", "SCALE_FACTOR_P", "REFERENCE_TYPE"]
+__all__ = ["Job", "gavel_trace", "read_trace", "write_trace", "SCALE_FACTORS", "SCALE_FACTOR_P", "REFERENCE_TYPE",
+           "GENERATORS"]
 
 #: Requested GPU counts of a multi-GPU trace and their probabilities (Gavel's recipe).
 SCALE_FACTORS = (1, 2, 4, 8)
@@ -21,6 +23,18 @@ REFERENCE_TYPE = "v100"
 SHORT_P = 0.8
 SHORT_LOG10_MIN = (1.5, 3.0)
 LONG_LOG10_MIN = (3.0, 4.0)
+#: Generators of :func:`gavel_trace`: Gavel's own draws (default) or numpy's.
+GENERATORS = ("gavel", "numpy")
+
+
+def _gavel_job_table():
+    """Gavel's job templates in the order its generator picks from: (model string, runs on several GPUs)."""
+    out = [(f"ResNet-18 (batch size {b})", True) for b in (16, 32, 64, 128, 256)]
+    out += [(f"ResNet-50 (batch size {b})", True) for b in (16, 32, 64, 128)]
+    out += [(f"Transformer (batch size {b})", True) for b in (16, 32, 64, 128, 256)]
+    out += [(f"LM (batch size {b})", True) for b in (5, 10, 20, 40, 80)]
+    out += [(f"Recommendation (batch size {b})", False) for b in (512, 1024, 2048, 4096, 8192)]
+    return out + [("A3C", False), ("CycleGAN", False)]
 
 
 @dataclass(frozen=True)
@@ -74,7 +88,7 @@ def _reference_rate(table, model, n):
     return table.steps_per_second(model, REFERENCE_TYPE, n)
 
 
-def gavel_trace(n_jobs, rate, seed, multi_gpu=False, table=None):
+def gavel_trace(n_jobs, rate, seed, multi_gpu=False, table=None, generator="gavel"):
     """A synthetic trace drawn with Gavel's published generator recipe.
 
     Parameters
@@ -91,6 +105,15 @@ def gavel_trace(n_jobs, rate, seed, multi_gpu=False, table=None):
         probabilities 0.7 / 0.1 / 0.15 / 0.05.
     table : hetplace.data.GavelTable, optional
         Throughput table (default: the one shipped with hetplace).
+    generator : {"gavel", "numpy"}
+        ``"gavel"`` (default): the draws of Gavel's simulator itself, in its
+        order and with its seeds (Python's ``random``: jobs from
+        ``Random(seed + 2)``, arrivals from ``Random(seed + 3)``), so that seed
+        ``s`` holds the jobs Gavel's continuous-trace simulation generates with
+        ``--seeds s`` (its published figures use seeds 0-2).  Needs the 26
+        models of Gavel's job table in ``table``.  ``"numpy"``: the same
+        distribution drawn with numpy's ``default_rng(seed)`` over the table's
+        models.
 
     Returns
     -------
@@ -104,8 +127,13 @@ def gavel_trace(n_jobs, rate, seed, multi_gpu=False, table=None):
     that have a V100 figure at the job's scale factor (Gavel draws the scale
     factor first and redraws the model until it supports it), and
     ``total_steps = duration * steps_per_second(model, "v100", scale_factor)``.
-    Gavel's simulator draws with Python's ``random``; this one with numpy, so
-    the traces have the same distribution, not the same jobs.
+    With ``generator="gavel"`` every job draws, from the job stream, a
+    uniform number that sets its scale factor (1 below 0.7, 2 up to 0.8, 4 up
+    to 0.95, else 8; drawn even for a single-GPU trace, which then uses 1), a
+    uniform number that picks short or long, the log-uniform duration, then
+    templates uniformly from Gavel's job table until one can run on that many
+    GPUs; the gap to the next arrival is ``-log(1 - u) * 3600 / rate`` with
+    ``u`` from the arrival stream.  docs/online.md §1.
     """
     n_jobs = check_positive_int("n_jobs", n_jobs, allow_none=False, maximum=10**7)
     if not is_real_scalar(rate) or not (0 < float(rate) < math.inf):
@@ -114,7 +142,10 @@ def gavel_trace(n_jobs, rate, seed, multi_gpu=False, table=None):
     seed = check_seed(seed)
     if not isinstance(multi_gpu, (bool, np.bool_)):
         raise InvalidOptionError(f"multi_gpu must be True or False; got {multi_gpu!r}.")
+    generator = check_choice("generator", generator, GENERATORS)
     table = _table(table)
+    if generator == "gavel":
+        return _gavel_draws(n_jobs, rate, seed, bool(multi_gpu), table)
     eligible = {}
     for n in SCALE_FACTORS if multi_gpu else (1,):
         eligible[n] = [m for m in table.models if _reference_rate(table, m, n) > 0]
@@ -143,6 +174,48 @@ def gavel_trace(n_jobs, rate, seed, multi_gpu=False, table=None):
         model = models[min(int(pick[j] * len(models)), len(models) - 1)]
         duration = float(minutes[j] * 60.0)
         jobs.append(Job(j, model, float(arrivals[j]), duration * _reference_rate(table, model, n), n, duration))
+    return tuple(jobs)
+
+
+def _gavel_draws(n_jobs, rate, seed, multi_gpu, table):
+    """Gavel's own generator (see :func:`gavel_trace`), re-implemented from its description."""
+    templates = _gavel_job_table()
+    missing = [m for m, _ in templates if m not in table.models]
+    if missing:
+        raise InvalidOptionError(
+            f"generator='gavel' needs Gavel's 26 job-table models in the throughput table; {table.path} lacks "
+            f"{missing[:3]}{'...' if len(missing) > 3 else ''}. Pass generator='numpy' to draw over the table's models."
+        )
+    if seed is None:
+        raise InvalidOptionError("generator='gavel' needs an integer seed (Gavel seeds its streams with seed + 2, "
+                                 "seed + 3); got None.")
+    jobs_rng = random.Random(seed + 2)
+    gaps_rng = random.Random(seed + 3)
+    mean_gap = 3600.0 / rate
+    arrival = 0.0
+    jobs = []
+    for j in range(n_jobs):
+        u = jobs_rng.uniform(0.0, 1.0)
+        n = 1 if u < 0.7 else 2 if u <= 0.8 else 4 if u <= 0.95 else 8
+        if jobs_rng.random() >= SHORT_P:
+            minutes = 10.0 ** jobs_rng.uniform(*LONG_LOG10_MIN)
+        else:
+            minutes = 10.0 ** jobs_rng.uniform(*SHORT_LOG10_MIN)
+        if not multi_gpu:
+            n = 1
+        while True:
+            model, distributed = templates[jobs_rng.randrange(len(templates))]
+            if n == 1 or distributed:
+                break
+        ref = _reference_rate(table, model, n)
+        if ref <= 0:
+            raise InvalidOptionError(
+                f"the throughput table {table.path} has no {REFERENCE_TYPE} figure for {model!r} on {n} GPU(s), which "
+                "Gavel's generator can draw; pass a table with it or generator='numpy'."
+            )
+        duration = minutes * 60.0
+        jobs.append(Job(j, model, arrival, duration * ref, n, duration))
+        arrival += -math.log(1.0 - gaps_rng.random()) * mean_gap
     return tuple(jobs)
 
 

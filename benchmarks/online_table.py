@@ -1,0 +1,119 @@
+"""Every online policy on Gavel's two continuous traces at a light and a near-saturation rate, as one table.
+
+    PYTHONPATH=. nice -n 10 python benchmarks/online_table.py --out online-table --workers 2
+
+Each (trace, rate, policy, seed) is one ``hetplace.online.simulate`` run of 6,000 jobs on
+36:36:36 with jobs 4000-4999 measured (Gavel's setup, docs/online.md §8), run on the
+executors of ``hetplace simulate``.  Finished runs are cached as
+``OUT/<trace>_<policy>_rate<r>_seed<s>.json`` and not run again, so the table can be
+extended (more seeds, more policies) by running the command again.  The markdown table
+(average JCT in hours, mean over the seeds run, with p99 JCT and restarts per job) is
+written to ``OUT/table.md`` and printed, with the lower bound of
+:func:`hetplace.online.lower_bound` and Gavel's published figures beside it.
+"""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+#: (trace, rate): Gavel's published average JCT (hours) per policy, where Gavel reports one.
+GAVEL = {
+    ("single", 2.0): {"las-aware": 16.95},
+    ("single", 4.8): {"las": 35.79, "las-aware": 18.97},
+    ("multi", 1.0): {"las-aware": 18.54},
+    ("multi", 2.6): {"las": 70.54, "las-aware": 36.44, "ftf": 64.38, "ftf-aware": 33.90},
+}
+SETUPS = (("single", 2.0), ("single", 4.8), ("multi", 1.0), ("multi", 2.6))
+POLICIES = ("smp", "smp-rigid", "fifo", "fifo-aware", "las", "las-aware", "ftf", "ftf-aware", "allox", "sia")
+CLUSTER = {"v100": 36, "p100": 36, "k80": 36}
+
+
+def _key(trace, policy, rate, seed):
+    return f"{trace}_{policy}_rate{rate:g}_seed{seed}"
+
+
+def run(out, policies, seeds, setups, n_jobs, measure, workers):
+    from hetplace.bench import make_executor
+    from hetplace.online.sweep import run_simulations, simulation_payloads
+
+    todo = []
+    for trace, rate in setups:
+        for p in simulation_payloads(policies, [rate], seeds, n_jobs=n_jobs, cluster=CLUSTER,
+                                     multi_gpu=trace == "multi", measure=measure):
+            if not (out / (_key(trace, p["policy"], rate, p["seed"]) + ".json")).exists():
+                todo.append(p)
+    if todo:
+        print(f"running {len(todo)} simulation(s) on {workers} worker(s)", file=sys.stderr)
+        with make_executor("process" if workers > 1 else "serial", workers=workers) as ex:
+            for r in run_simulations(todo, ex, progress=True):
+                p = r["payload"]
+                trace = "multi" if p["multi_gpu"] else "single"
+                (out / (_key(trace, p["policy"], p["rate"], p["seed"]) + ".json")).write_text(
+                    json.dumps(r["summary"], indent=1) + "\n", encoding="utf-8")
+
+
+def bounds(setups, seeds, n_jobs, measure):
+    from hetplace.online import gavel_trace, lower_bound
+
+    out = {}
+    for trace, rate in setups:
+        free, rigid = [], []
+        for s in seeds:
+            tr = gavel_trace(n_jobs, rate, s, multi_gpu=trace == "multi")
+            free.append(lower_bound(tr, CLUSTER, measure=measure).avg_jct / 3600)
+            rigid.append(lower_bound(tr, CLUSTER, measure=measure, rigid=True).avg_jct / 3600)
+        out[trace, rate] = (float(np.mean(free)), float(np.mean(rigid)))
+    return out
+
+
+def table(out, policies, seeds, setups, n_jobs, measure):
+    head = ["policy"] + [f"{t}-GPU {r:g}/h" for t, r in setups]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for pol in policies:
+        cells = [f"`{pol}`"]
+        for trace, rate in setups:
+            runs = [json.loads(f.read_text()) for s in seeds
+                    if (f := out / (_key(trace, pol, rate, s) + ".json")).exists()]
+            ok = [r for r in runs if r["avg_jct"] is not None and r["status"] == "complete"]
+            if not ok:
+                cells.append("-")
+                continue
+            avg = np.mean([r["avg_jct"] for r in ok]) / 3600
+            p99 = np.mean([r["p99_jct"] for r in ok]) / 3600
+            rpj = np.mean([r["restarts_per_job"] for r in ok])
+            cell = f"**{avg:.1f}** (p99 {p99:.0f}, {rpj:.1f} r/j)"
+            g = GAVEL.get((trace, rate), {}).get(pol)
+            if g is not None:
+                cell += f"; Gavel {g:.2f}"
+            cells.append(cell + ("" if len(ok) == len(seeds) else f" [{len(ok)} seed(s)]"))
+        lines.append("| " + " | ".join(cells) + " |")
+    lb = bounds(setups, seeds, n_jobs, measure)
+    lines.append("| lower bound, free sizes | " + " | ".join(f"{lb[s][0]:.1f}" for s in setups) + " |")
+    lines.append("| lower bound, trace sizes | " + " | ".join(f"{lb[s][1]:.1f}" for s in setups) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default="online-table", help="folder of cached runs and table.md")
+    ap.add_argument("--policies", nargs="+", default=list(POLICIES))
+    ap.add_argument("--seeds", nargs="+", type=int, default=[0])
+    ap.add_argument("--jobs", type=int, default=6000)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--table-only", action="store_true", help="write the table from the cached runs, run nothing")
+    a = ap.parse_args(argv)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    measure = (4000, 5000) if a.jobs == 6000 else (a.jobs * 2 // 3, a.jobs * 5 // 6)
+    if not a.table_only:
+        run(out, a.policies, a.seeds, SETUPS, a.jobs, measure, a.workers)
+    md = table(out, a.policies, a.seeds, SETUPS, a.jobs, measure)
+    (out / "table.md").write_text(md, encoding="utf-8")
+    print(md)
+
+
+if __name__ == "__main__":
+    main()
