@@ -9,7 +9,7 @@ import pytest
 from hetplace.data import load_gavel
 from hetplace.errors import HetplaceError, InvalidOptionError, InvalidProblemError
 from hetplace.online import (
-    ClusterState, Job, ProgressModel, gavel_trace, make_policy, read_trace, simulate, write_trace,
+    ClusterState, Job, ProgressModel, gavel_trace, lower_bound, make_policy, read_trace, simulate, write_trace,
 )
 from hetplace.online.simulator import _map_gpus, _Run
 
@@ -77,6 +77,26 @@ def test_gavel_trace_statistics_match_the_recipe():
     single = gavel_trace(500, 4.8, 0)
     assert {j.scale_factor for j in single} == {1}
     assert len({j.model for j in single}) > 15  # uniform over the 26 models
+
+
+def test_gavel_generator_keeps_gavels_draw_order():
+    # Gavel's streams: jobs from Random(seed + 2), arrivals from Random(seed + 3); the first jobs of seed 0
+    trace = gavel_trace(3, 4.8, 0, multi_gpu=True)
+    assert [(j.model, j.scale_factor) for j in trace] == [
+        ("ResNet-18 (batch size 64)", 8), ("Transformer (batch size 16)", 1), ("Recommendation (batch size 2048)", 1)]
+    assert [round(j.duration, 3) for j in trace] == [68344.35, 31016.609, 2146.609]
+    assert [round(j.arrival, 3) for j in trace] == [0.0, 203.822, 793.146]
+    # a single-GPU trace draws the same durations and arrivals (the scale factor is drawn, then set to 1)
+    single = gavel_trace(3, 4.8, 0)
+    assert [j.duration for j in single] == [j.duration for j in trace]
+    assert [j.scale_factor for j in single] == [1, 1, 1]
+
+
+def test_numpy_generator_draws_the_same_recipe_and_other_jobs():
+    a, b = gavel_trace(300, 4.8, 0, generator="numpy"), gavel_trace(300, 4.8, 0)
+    assert a != b and a == gavel_trace(300, 4.8, 0, generator="numpy")
+    with pytest.raises(InvalidOptionError, match="generator"):
+        gavel_trace(3, 4.8, 0, generator="python")
 
 
 def test_gavel_trace_is_seeded():
@@ -379,3 +399,32 @@ def test_smp_rigid_places_a_job_whose_batch_is_below_its_scale_factor():
     trace = [Job(0, "LM (batch size 5)", 0.0, 1e4, 8, math.nan)]
     r = simulate(trace, {"v100": 8, "p100": 8}, "smp-rigid", progress=False)
     assert r.status == "complete" and r.jobs["max_gpus"][0] == 8
+
+
+# ------------------------------------------------------------------ lower bound
+@pytest.mark.parametrize("multi", [False, True])
+def test_lower_bound_is_below_every_policys_jcts(multi):
+    trace = _short_trace(n=20, rate=20.0, seed=5, multi_gpu=multi)
+    free = lower_bound(trace, CLUSTER)
+    rigid = lower_bound(trace, CLUSTER, rigid=True)
+    assert np.all(free.jct <= rigid.jct * (1 + 1e-12))
+    for name in ("smp", "smp-rigid", "fifo-aware", "las-aware", "sia"):
+        res = simulate(trace, CLUSTER, name, progress=False)
+        jct = {r["job_id"]: r["jct"] for r in res.job_rows()}
+        assert all(jct[j] >= b * (1 - 1e-9) for j, b in zip(free.job_ids, free.jct)), name
+        assert res.avg_jct >= free.avg_jct
+        if name not in ("smp", "sia"):  # the others keep the trace's GPU counts
+            assert all(jct[j] >= b * (1 - 1e-9) for j, b in zip(rigid.job_ids, rigid.jct)), name
+
+
+def test_lower_bound_by_hand_and_its_window():
+    job = Job(0, "ResNet-50 (batch size 64)", 100.0, 1000.0, 1, math.nan)
+    lb = lower_bound([job], {"v100": 8}, round_s=360)
+    best = max(TABLE.steps_per_second(job.model, "v100", n) for n in (1, 2, 4, 8))
+    assert lb.avg_jct == pytest.approx(260.0 + 1000.0 / best)
+    rigid = lower_bound([job], {"v100": 8}, rigid=True)
+    assert rigid.avg_jct == pytest.approx(260.0 + 1000.0 / TABLE.steps_per_second(job.model, "v100", 1))
+    trace = _short_trace(n=10)
+    assert list(lower_bound(trace, CLUSTER, measure=(2, 5)).job_ids) == [2, 3, 4]
+    with pytest.raises(InvalidOptionError, match="rigid"):
+        lower_bound(trace, CLUSTER, rigid=1)

@@ -361,13 +361,24 @@ def test_lp_is_resolved_only_when_the_job_set_changes_and_the_interval_has_passe
     assert eager.n_solves == 2
 
 
-def test_new_jobs_wait_for_the_next_solve_but_fill_idle_gpus():
+def test_new_jobs_wait_for_the_next_solve_but_fill_idle_gpus_with_new_jobs_run():
     state = random_state(9, n_jobs=2, cluster={"v100": 2, "p100": 2, "k80": 2})
-    policy = PEER_POLICIES["las-aware"]()
+    policy = PEER_POLICIES["las-aware"](new_jobs="run")
     policy.decide(state)
     extra = JState(Job(99, TABLE.models[0], state.time, 1e5))
     alloc = policy.decide(replace(state, time=state.time + 360, jobs=state.jobs + (extra,)))
     assert 99 in alloc and 99 not in policy.shares()  # priority 0, yet 4 GPUs are idle
+
+
+@pytest.mark.parametrize("name", ["las", "las-aware", "ftf", "ftf-aware"])
+def test_new_jobs_hold_their_gpus_idle_until_the_next_solve_as_in_gavel(name):
+    state = random_state(9, n_jobs=2, cluster={"v100": 2, "p100": 2, "k80": 2})
+    policy = PEER_POLICIES[name]()  # new_jobs="idle", Gavel's simulator
+    policy.decide(state)
+    extra = JState(Job(99, TABLE.models[0], state.time, 1e5))
+    later = replace(state, time=state.time + 360, jobs=state.jobs + (extra,))
+    assert 99 not in policy.decide(later)  # picked from a queue, yet not run
+    assert 99 in policy.decide(replace(later, time=state.time + 2400))  # re-solved after 1920 s: in the shares
 
 
 # ------------------------------------------------------------------ AlloX against brute force
