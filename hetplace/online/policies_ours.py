@@ -15,10 +15,12 @@ import numpy as np
 from .._validation import check_choice, check_positive_int, check_seed, is_real_scalar
 from ..errors import InvalidOptionError
 
-__all__ = ["SMPPolicy", "SMPRigidPolicy", "OUR_POLICIES", "ADMISSION"]
+__all__ = ["SMPPolicy", "SMPRigidPolicy", "OUR_POLICIES", "ADMISSION", "SIZING"]
 
 #: Admission orders when more jobs are waiting than a Problem can hold.
 ADMISSION = ("las", "srpt", "fifo")
+#: How "smp" sizes jobs: each round a measured count per job (default), or any size in a range.
+SIZING = ("measured", "range")
 #: Bandwidth (bytes/s) of the policy's Problem; the gradient sizes are fitted to it (see ``_comm_per_step``).
 _BANDWIDTH = 1e9
 
@@ -68,8 +70,22 @@ class SMPPolicy:
     name = "smp"
     rigid = False
 
-    def __init__(self, max_gpus=8, admission="srpt", samples=16, restart_candidates=2, restart_floor=10.0, seed=0):
+    def __init__(self, max_gpus=8, admission="srpt", samples=16, restart_candidates=2, restart_floor=10.0, seed=0,
+                 share_cap=math.inf, min_efficiency=0.0, sizing="measured"):
         self.max_gpus = check_positive_int("max_gpus", max_gpus, allow_none=False, maximum=4096)
+        if not is_real_scalar(share_cap) or not (0 < float(share_cap) <= math.inf):
+            raise InvalidOptionError(
+                f"share_cap must be a number > 0 (multiples of an equal share of the GPUs a job may get; inf = no "
+                f"cap); got {share_cap!r}."
+            )
+        self.share_cap = float(share_cap)
+        if not is_real_scalar(min_efficiency) or not (0 <= float(min_efficiency) <= 1):
+            raise InvalidOptionError(
+                f"min_efficiency must be a number in [0, 1] (per-GPU efficiency a size must keep); got "
+                f"{min_efficiency!r}."
+            )
+        self.min_efficiency = float(min_efficiency)
+        self.sizing = check_choice("sizing", sizing, SIZING)
         self.admission = check_choice("admission", admission, ADMISSION)
         self.samples = check_positive_int("samples", samples, allow_none=False)
         self.seed = check_seed(seed) or 0
@@ -81,6 +97,7 @@ class SMPPolicy:
             raise InvalidOptionError(f"restart_floor must be a finite number of seconds >= 0; got {restart_floor!r}.")
         self.restart_floor = float(restart_floor)
         self._per_model = {}
+        self._share = 4096
         self.decision_log = []  # (n_active, n_admitted) per round
 
     def reset(self, seed=None):
@@ -95,14 +112,15 @@ class SMPPolicy:
         if d is None:
             rho = np.array([table.samples_per_second(model, g) for g in types])
             batch = table.per_gpu_batch(model)
-            multi = [n for n in table.gpu_counts if n > 1 and any(table.steps_per_second(model, g, n) > 0 for g in types)]
+            multi = [n for n in table.gpu_counts if n > 1 and any(table.steps_per_second(model, g, n) > 0 for g in types)
+                     and _efficiency(table, model, types, n) >= self.min_efficiency]
             cap = max([1] + multi)
             d = (rho, batch, cap, _comm_per_step(table, model, types))
             self._per_model[key] = d
         return d
 
     def _bounds(self, job, cap):
-        hi = max(1, min(self.max_gpus, cap))
+        hi = max(1, min(self.max_gpus, cap, self._share))
         return 1, hi
 
     def _order(self, state, jobs):
@@ -132,6 +150,30 @@ class SMPPolicy:
                     break
         return out
 
+    # ------------------------------------------------------------ measured sizes
+    def _sizes(self, state, types, K):
+        """``[(job state, n GPUs)]`` for this round, in admission order (sizing="measured")."""
+        table = state.table
+        share = self.share_cap * K / max(len(state.jobs), 1)
+        limit = min(self.max_gpus, K if math.isinf(share) else max(1, int(share)))
+        counts = [c for c in table.gpu_counts if c >= 1]
+        out, room = [], K
+        for s in self._order(state, state.jobs):
+            if room == 0:
+                break
+            best, best_rate = 1, -1.0
+            for c in counts:
+                if c > min(limit, room):
+                    continue
+                rate = max(table.steps_per_second(s.job.model, g, c) for g in types)
+                if c > 1 and _efficiency(table, s.job.model, types[:1], c) < self.min_efficiency:
+                    continue
+                if rate > best_rate * (1 + 1e-9):
+                    best, best_rate = c, rate
+            out.append((s, best))
+            room -= best
+        return out
+
     # ------------------------------------------------------------ decide
     def decide(self, state):
         from ..api import place
@@ -141,7 +183,15 @@ class SMPPolicy:
         self._types = types
         counts = [state.cluster[g] for g in types]
         K = sum(counts)
-        admitted = self._admit(state, K)
+        # no job above share_cap equal shares of the cluster among the active jobs
+        share = self.share_cap * K / max(len(state.jobs), 1)
+        self._share = K if math.isinf(share) else max(1, int(share))
+        if self.sizing == "measured" and not self.rigid:
+            sized = self._sizes(state, types, K)
+            admitted = [s for s, _ in sized]
+        else:
+            sized = None
+            admitted = self._admit(state, K)
         if not admitted:
             return {}
         S = len(admitted)
@@ -156,11 +206,20 @@ class SMPPolicy:
         current = np.full(K, -1, dtype=np.int64)
         for i, s in enumerate(admitted):
             r, b, cap, comm = self._model_data(state.table, types, s.job.model)
-            lo[i], hi[i] = self._bounds(s.job, cap)
-            # a Problem job uses at most `batch` workers: the batch (and with it the samples/s, so that
-            # the JCTs stay steps / steps-per-second) is scaled to the largest size allowed
-            scale = max(1, -(-int(hi[i]) // int(b)))
-            rho[i], batch[i], grad[i] = r * scale, b * scale, comm * _BANDWIDTH
+            if sized is not None:
+                # a fixed measured size n: each type's per-GPU rate at n from the table, no communication
+                # term (the table's figure at n carries it), so SMP's model is the progress model's
+                n = sized[i][1]
+                lo[i] = hi[i] = n
+                batch[i] = n * b
+                rho[i] = [batch[i] * state.table.steps_per_second(s.job.model, g, n) / n for g in types]
+                grad[i] = 0.0
+            else:
+                lo[i], hi[i] = self._bounds(s.job, cap)
+                # a Problem job uses at most `batch` workers: the batch (and with it the samples/s, so that
+                # the JCTs stay steps / steps-per-second) is scaled to the largest size allowed
+                scale = max(1, -(-int(hi[i]) // int(b)))
+                rho[i], batch[i], grad[i] = r * scale, b * scale, comm * _BANDWIDTH
             iters[i] = max(s.remaining_steps, 1e-9)
             rt[i] = max(state.progress.restart_time(s.job.model), self.restart_floor)
             for g, idx in s.gpus.items():
@@ -198,6 +257,16 @@ class SMPRigidPolicy(SMPPolicy):
 
     def _bounds(self, job, cap):
         return job.scale_factor, job.scale_factor
+
+
+def _efficiency(table, model, types, n):
+    """Per-GPU efficiency ``T(n) / (n T(1))`` of ``model`` on ``n`` GPUs, the best over ``types`` (0 without figures)."""
+    best = 0.0
+    for g in types:
+        t1, tn = table.steps_per_second(model, g, 1), table.steps_per_second(model, g, n)
+        if t1 > 0 and tn > 0:
+            best = max(best, tn / (n * t1))
+    return best
 
 
 def _comm_per_step(table, model, types):

@@ -245,8 +245,9 @@ class _GavelRoundPolicy(_PeerPolicy):
 
     _aware = False
 
-    def __init__(self, min_reset_interval=1920.0, seed=0, new_jobs="idle"):
+    def __init__(self, min_reset_interval=1920.0, seed=0, new_jobs="idle", point="center"):
         super().__init__()
+        self.point = check_choice("point", point, LP_POINTS)
         self.min_reset_interval = _check_real(
             "min_reset_interval", min_reset_interval,
             fix="Pass the seconds between re-solves, e.g. 1920 (Gavel's default) or 0 to re-solve at every change.",
@@ -452,7 +453,8 @@ class LasAwarePolicy(LasPolicy):
         X = np.zeros((len(jobs), len(types)))
         if ok.any():
             coef = scale[ok, None] * R[ok] / prop[ok, None]
-            X[ok] = _lp.max_min_shares(coef, scale[ok], cap).shares
+            X[ok] = _lp.max_min_shares(coef, scale[ok], cap, efficient=self.point == "efficient",
+                                       center=self.point == "center").shares
         return X
 
 
@@ -834,6 +836,9 @@ class SiaPolicy(_PeerPolicy):
 
 
 #: Peer policies by name, for ``hetplace.online.make_policy(name, **options)``.
+#: Which point of the max-min optimal face "las-aware" takes (see LasAwarePolicy).
+LP_POINTS = ("center", "efficient", "vertex")
+
 PEER_POLICIES = {
     "fifo": FifoPolicy,
     "fifo-aware": FifoAwarePolicy,
