@@ -251,9 +251,10 @@ def test_max_min_by_hand_two_jobs_one_gpu():
     np.testing.assert_allclose(res.shares[:, 0], [2 / 3, 1 / 3], atol=1e-6)
 
 
-def test_las_aware_shares_are_the_lp_with_gavels_normalisation():
+@pytest.mark.parametrize("point", ["center", "efficient", "vertex"])
+def test_las_aware_shares_are_the_lp_with_gavels_normalisation(point):
     state = random_state(3, n_jobs=9, multi=True)
-    policy = PEER_POLICIES["las-aware"]()
+    policy = PEER_POLICIES["las-aware"](point=point)
     policy.decide(state)
     types = list(state.cluster)
     jobs = sorted(state.jobs, key=lambda js: js.job.job_id)
@@ -268,7 +269,23 @@ def test_las_aware_shares_are_the_lp_with_gavels_normalisation():
     assert np.all(X[~ok] == 0)
     X, scale = X[ok], scale[ok]
     check_shares(X, scale, cap)
-    assert np.min((coef * X).sum(axis=1)) == pytest.approx(linprog_max_min(coef, scale, cap), rel=1e-6)
+    assert np.min((coef * X).sum(axis=1)) == pytest.approx(linprog_max_min(coef, scale, cap), rel=2e-6)
+
+
+def test_las_aware_center_is_interior_to_the_optimal_face():
+    # the analytic centre keeps every job at the max-min value and leaves slack wherever the face allows it,
+    # unlike a vertex (zeros) and unlike the most efficient point (the best jobs get the most)
+    from hetplace.online import _lp
+
+    rng = np.random.default_rng(1)
+    J, cap = 40, np.array([12.0, 12.0, 12.0])
+    coef = rng.uniform(0.5, 10, (J, 3))
+    scale = np.ones(J)
+    z = _lp.max_min_shares(coef, scale, cap, efficient=False).value
+    X = _lp.max_min_shares(coef, scale, cap, center=True).shares
+    check_shares(X, scale, cap)
+    assert (coef * X).sum(axis=1).min() >= z * (1 - 2e-6)
+    assert np.all(X > 0)  # strictly inside every x >= 0 of the face
 
 
 def test_las_agnostic_gives_equal_gpu_time_split_by_type_counts():

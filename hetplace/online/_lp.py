@@ -217,7 +217,7 @@ def _analytic_center(coef, scale, capacity, usable, X0, z_low, iters=100):
     return X
 
 
-def max_min_shares(coef, scale, capacity, efficient=True, center=False, center_gap=1e-3):
+def max_min_shares(coef, scale, capacity, efficient=True, center=False, center_gap=1e-6):
     """Time shares maximising the smallest weighted rate (Gavel's max-min fairness).
 
     Parameters
@@ -257,11 +257,7 @@ def max_min_shares(coef, scale, capacity, efficient=True, center=False, center_g
     X = _capacity_fix(model.shares(), scale, capacity)
     if center and z > 0:
         # strictly inside: a little of the uniform point that fills every usable cell equally
-        theta = 0.5 * min(1.0 / T, float(np.min(capacity / np.maximum((scale[:, None] * usable).sum(axis=0), 1e-300))))
-        alpha = 0.5 * center_gap
-        X0 = (1 - alpha) * X + alpha * theta * usable
-        X = _capacity_fix(_clean(_analytic_center(coef, scale, capacity, usable, X0, z * (1 - center_gap))),
-                          scale, capacity)
+        X = _center_from(X, coef, scale, capacity, usable, z, center_gap)
         n += 1
     return ShareResult(X, float(z), float(z), n)
 
@@ -307,7 +303,18 @@ def ftf_ratios(X, tput, left, elapsed, isolated_time, iso_rate):
     return finish / (isolated_time + left / iso_rate)
 
 
-def ftf_shares(tput, scale, capacity, left, elapsed, isolated_time, tol=1e-3, max_solves=60):
+def _center_from(X, coef, scale, capacity, usable, z_low, gap):
+    """The analytic centre of ``{X : every job's rate c X >= z_low}`` from the solution ``X`` reaching it."""
+    T = coef.shape[1]
+    theta = 0.5 * min(1.0 / T, float(np.min(capacity / np.maximum((scale[:, None] * usable).sum(axis=0), 1e-300))))
+    alpha = 0.5 * gap
+    X0 = (1 - alpha) * X + alpha * theta * usable
+    return _capacity_fix(_clean(_analytic_center(coef, scale, capacity, usable, X0, z_low * (1 - gap))),
+                         scale, capacity)
+
+
+def ftf_shares(tput, scale, capacity, left, elapsed, isolated_time, tol=1e-3, max_solves=60, center=False,
+               center_gap=1e-6):
     """Time shares minimising the largest finish-time fairness ratio (Gavel's FTF).
 
     Job j's ratio under shares X is
@@ -385,4 +392,18 @@ def ftf_shares(tput, scale, capacity, left, elapsed, isolated_time, tol=1e-3, ma
             hi = min(rho, value)
         else:
             lo = rho
+    if center and value > 0 and X_best is not X_iso:
+        # the centre of the shares that reach the best ratio found (where an interior-point solver stops)
+        slack = value * E - elapsed
+        if not np.any(runnable & (slack <= 0)):
+            need = left / np.where(runnable, slack, 1.0)
+            coef = np.where(runnable[:, None], tput / need[:, None], 0.0)
+            use = usable & runnable[:, None]
+            # every job reaches its need (rate >= 1 in these units) at X_best up to solver noise
+            z_low = min(1.0, float(np.min(np.where(runnable, (coef * X_best).sum(axis=1), np.inf))))
+            if z_low > 0:
+                X_best = _center_from(X_best, coef, scale, capacity, use, z_low, center_gap)
+                value = float(np.max(np.where(runnable, ftf_ratios(X_best, tput, left, elapsed, isolated_time,
+                                                                   iso_rate), 0.0)))
+                n += 1
     return ShareResult(X_best, value, lo, n)

@@ -477,10 +477,13 @@ class FtfPolicy(_GavelRoundPolicy):
 
     name = "ftf"
 
-    def __init__(self, min_reset_interval=1920.0, seed=0, tol=1e-3, new_jobs="idle"):
+    def __init__(self, min_reset_interval=1920.0, seed=0, tol=1e-3, new_jobs="idle", point="center"):
         self.tol = _check_real("tol", tol, low=0.0, strict=True, high=0.5,
                                fix="Pass a relative tolerance such as 1e-3.")
-        super().__init__(min_reset_interval=min_reset_interval, seed=seed, new_jobs=new_jobs)
+        super().__init__(min_reset_interval=min_reset_interval, seed=seed, new_jobs=new_jobs, point=point)
+        if self.point == "efficient":
+            raise InvalidOptionError("point='efficient' is not defined for finish-time fairness; use 'center' or "
+                                     "'vertex'.")
 
     def reset(self):
         super().reset()
@@ -518,7 +521,8 @@ class FtfPolicy(_GavelRoundPolicy):
         ok = (iso > 0) & (left > 0)
         X = np.zeros((len(jobs), len(types)))
         if ok.any():
-            res = _lp.ftf_shares(rates[ok], scale[ok], pool, left[ok], elapsed[ok], isolated[ok], tol=self.tol)
+            res = _lp.ftf_shares(rates[ok], scale[ok], pool, left[ok], elapsed[ok], isolated[ok], tol=self.tol,
+                                 center=self.point == "center")
             X[ok] = self._expand(res.shares, cap)
         return X
 
