@@ -305,6 +305,43 @@ def test_smp_policies_keep_their_bounds():
         assert all(sum(a.values()) == sf[j] for j, a in out.items())
 
 
+def test_smp_measured_sizing_uses_only_measured_counts_within_the_share():
+    trace = _short_trace(15)
+    counts = set(TABLE.gpu_counts)
+    for opts in ({}, {"share_cap": 1.0}, {"max_gpus": 2}):
+        pol = Recording(make_policy("smp", **opts))
+        res = simulate(trace, CLUSTER, pol, progress=False)
+        assert res.status == "complete"
+        for state, out in pol.log:
+            cap = opts.get("max_gpus", 8)
+            if "share_cap" in opts:  # at most share_cap equal shares of the 24 GPUs
+                cap = min(cap, max(1, int(opts["share_cap"] * 24 / len(state.jobs))))
+            for jid, a in out.items():
+                assert sum(a.values()) in counts and sum(a.values()) <= cap, (opts, a)
+
+
+def test_smp_measured_size_is_the_fastest_measured_count_on_an_empty_cluster():
+    # LM (batch size 5) on V100s: 109 steps/s on 1, 186 on 2, 127 on 4, 699 on 8; ResNet-50 (batch 64): 8 is fastest
+    lm = Job(0, "LM (batch size 5)", 0.0, 1e7, 1, math.nan)
+    pol = Recording(make_policy("smp"))
+    simulate([lm], {"v100": 8}, pol, progress=False)
+    assert pol.log[0][1] == {0: {"v100": 8}}
+    pol = Recording(make_policy("smp"))
+    simulate([lm], {"v100": 4}, pol, progress=False)
+    assert pol.log[0][1] == {0: {"v100": 2}}  # 2 GPUs run it faster than 4
+    pol = Recording(make_policy("smp", sizing="range"))
+    simulate([lm], {"v100": 4}, pol, progress=False)
+    assert sum(pol.log[0][1][0].values()) >= 1
+
+
+@pytest.mark.parametrize("options, match", [
+    ({"sizing": "free"}, "sizing"), ({"share_cap": 0}, "share_cap"), ({"min_efficiency": 1.5}, "min_efficiency"),
+])
+def test_smp_rejects_bad_sizing_options(options, match):
+    with pytest.raises(InvalidOptionError, match=match):
+        make_policy("smp", **options)
+
+
 def test_smp_admission_when_jobs_outnumber_gpus():
     trace = [Job(i, "A3C", 0.0, 1e4, 1, math.nan) for i in range(10)]
     pol = Recording(make_policy("smp"))
