@@ -462,10 +462,13 @@ class FtfPolicy(_GavelRoundPolicy):
     """Gavel's finish-time fairness, heterogeneity-agnostic.
 
     As ``"ftf-aware"``, but every type's rate is replaced by the job's rate on the
-    fastest type (Gavel's agnostic variant uses the V100 figure for all types), so
-    the cluster is one pool of ``sum_t m_t`` GPUs; each job's share of the pool is
-    split over the types in proportion to their GPU counts, and the round mechanism
-    shuffles the type order every round.
+    fastest type (Gavel's agnostic variant uses the V100 figure for all types).  With
+    ``point="center"`` (default) that programme over every type is solved and its
+    shares moved to the analytic centre of the optimal ones (where Gavel's
+    interior-point solver stops); with ``point="vertex"`` the cluster is one pool of
+    ``sum_t m_t`` GPUs and each job's share of the pool is split over the types in
+    proportion to their GPU counts.  The round mechanism shuffles the type order
+    every round.
 
     Parameters
     ----------
@@ -493,10 +496,12 @@ class FtfPolicy(_GavelRoundPolicy):
     def _rates_for_programme(self, state, R, types):
         ref = self._speed_order(state, types)[0]
         r = np.where(R[:, ref] > 0, R[:, ref], R.max(axis=1) if R.size else 0.0)
+        if self.point == "center":  # Gavel's programme: every type at the fastest type's rate
+            return np.repeat(r[:, None], len(types), axis=1)
         return r[:, None]
 
     def _capacity(self, cap):
-        return np.array([cap.sum()])
+        return cap if self.point == "center" else np.array([cap.sum()])
 
     def _solve(self, state, jobs, R, types):
         cap = np.array([state.cluster[g] for g in types], dtype=np.float64)
@@ -527,7 +532,7 @@ class FtfPolicy(_GavelRoundPolicy):
         return X
 
     def _expand(self, shares, cap):
-        return _aggregate_split(shares, cap)
+        return shares if self.point == "center" else _aggregate_split(shares, cap)
 
 
 class FtfAwarePolicy(FtfPolicy):
