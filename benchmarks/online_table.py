@@ -10,7 +10,8 @@ programme is left out by default: at about 60 ms a round it takes over 10 minute
 executors of ``hetplace simulate``.  Finished runs are cached as
 ``OUT/<trace>_<policy>_rate<r>_seed<s>.json`` and not run again, so the table can be
 extended (more seeds, more policies) by running the command again.  The markdown table
-(average JCT in hours, mean over every seed cached in OUT, with p99 JCT and restarts per job) is
+(average JCT in hours of trace seed 0, the jobs of Gavel's published runs, with p99 JCT and
+restarts per job, then the mean over every seed cached in OUT) is
 written to ``OUT/table.md`` and printed, with the lower bound of
 :func:`hetplace.online.lower_bound` and Gavel's published figures beside it.
 """
@@ -82,28 +83,42 @@ def bounds(setups, seeds, n_jobs, measure):
 
 
 def table(out, policies, seeds, setups, n_jobs, measure):
+    """Markdown: per cell the seed-0 run (Gavel's jobs, so beside Gavel's figure), then the mean over every seed run."""
     head = ["policy"] + [f"{t}-GPU {r:g}/h" for t, r in setups]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    found = set()
     for pol in policies:
         cells = [f"`{pol}`"]
         for trace, rate in setups:
-            runs = [json.loads(f.read_text()) for f in sorted(out.glob(_key(trace, pol, rate, 0)[:-1] + "*.json"))]
-            ok = [r for r in runs if r["avg_jct"] is not None and r["status"] == "complete"]
-            if not ok:
+            runs = {}
+            for f in out.glob(_key(trace, pol, rate, 0)[:-1] + "*.json"):
+                r = json.loads(f.read_text())
+                if r["avg_jct"] is not None and r["status"] == "complete":
+                    runs[int(f.stem.rsplit("seed", 1)[1])] = r
+            found.update(runs)
+            if 0 not in runs:
                 cells.append("-")
                 continue
-            avg = np.mean([r["avg_jct"] for r in ok]) / 3600
-            p99 = np.mean([r["p99_jct"] for r in ok]) / 3600
-            rpj = np.mean([r["restarts_per_job"] for r in ok])
-            cell = f"**{avg:.1f}** (p99 {p99:.0f}, {rpj:.1f} r/j)"
+            r0 = runs[0]
+            cell = (f"**{r0['avg_jct'] / 3600:.1f}** (p99 {r0['p99_jct'] / 3600:.0f}, "
+                    f"{r0['restarts_per_job']:.1f} r/j)")
             g = GAVEL.get((trace, rate), {}).get(pol)
             if g is not None:
                 cell += f"; Gavel {g:.2f}"
-            cells.append(cell + f" [{len(ok)} seed{'s' if len(ok) > 1 else ''}]")
+            if len(runs) > 1:
+                cell += f"; seeds {min(runs)}-{max(runs)}: {np.mean([r['avg_jct'] for r in runs.values()]) / 3600:.1f}"
+            cells.append(cell)
         lines.append("| " + " | ".join(cells) + " |")
-    lb = bounds(setups, [0], n_jobs, measure)
-    lines.append("| lower bound, free sizes (seed 0) | " + " | ".join(f"{lb[s][0]:.1f}" for s in setups) + " |")
-    lines.append("| lower bound, trace sizes (seed 0) | " + " | ".join(f"{lb[s][1]:.1f}" for s in setups) + " |")
+    all_seeds = sorted(found) or [0]
+    lb = {s: bounds(setups, [s], n_jobs, measure) for s in all_seeds}
+    for k, label in ((0, "free sizes"), (1, "trace sizes")):
+        cells = []
+        for st in setups:
+            cell = f"{lb[0][st][k]:.1f}" if 0 in lb else "-"
+            if len(all_seeds) > 1:
+                cell += f"; seeds {all_seeds[0]}-{all_seeds[-1]}: {np.mean([lb[s][st][k] for s in all_seeds]):.1f}"
+            cells.append(cell)
+        lines.append(f"| lower bound, {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
