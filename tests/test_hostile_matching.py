@@ -36,7 +36,7 @@ from hetplace.matching import deferred_acceptance, is_stable, market_category
 
 try:
     from hetplace._core import _categories as _cy_cat  # noqa: F401
-    from hetplace._core import _matching as _cy_match  # noqa: F401
+    from hetplace._core import _market as _cy_match  # noqa: F401
 
     HAVE_CYTHON = True
 except ImportError:  # pragma: no cover - extensions not built
