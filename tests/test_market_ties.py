@@ -91,3 +91,17 @@ def test_drivers_agree_on_ties_for_any_thread_count(seed):
             if ref is None:
                 ref = row
             assert row == ref, (b, threads)
+
+
+@pytest.mark.skipif("cython" not in AVAILABLE, reason="Cython extensions not built")
+def test_cython_placement_imports_no_numba():
+    """The single source must not drag Numba into the compiled backend (the loader compiles it only on demand)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, hetplace as hp; from hetplace.data import example_path; from hetplace.io import load_problem; "
+            "p = load_problem(example_path('cluster.toml'), example_path('jobs.csv')); "
+            "hp.place(p, method='smp', backend='cython', matching='ordinal'); hp.place(p, method='smp', backend='cython'); "
+            "print('numba' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False", out.stderr
