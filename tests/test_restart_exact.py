@@ -31,7 +31,7 @@ from hetplace.baselines import greedy_placement, keep_greedy_placement, random_p
 from hetplace.errors import InvalidProblemError
 
 from instances import gavel_problem, tiny_random
-from reference import mean_jct_reference
+from reference import brute_force_reference, mean_jct_reference
 
 REL = 1e-9  # SCIP / HiGHS / DP vs brute force (relative, on the mean JCT)
 CPSAT_REL = 1e-5  # CP-SAT's continuous variables live on a 1e-6 grid (hetplace.exact)
@@ -170,12 +170,7 @@ def objective_reference(problem, worker_job):
 
 def brute_reference(problem):
     """Best ``(objective, worker_job)`` over all ``(S+1)**K`` maps (itertools.product)."""
-    best, arg = math.inf, None
-    for assignment in itertools.product(range(-1, problem.n_jobs), repeat=problem.n_workers):
-        value = objective_reference(problem, assignment)
-        if value < best:
-            best, arg = value, np.array(assignment, dtype=np.int64)
-    return best, arg
+    return brute_force_reference(problem, objective_reference)
 
 
 def slow_dp_reference(problem):

@@ -534,7 +534,7 @@ def _class_diff(cnt: cython.longlong[:, ::1], curC: cython.const[cython.longlong
 @cython.exceptval(check=False)
 def _lose(cnt: cython.longlong[:, ::1], curC: cython.const[cython.longlong][:, ::1], i: cython.Py_ssize_t,
           c: cython.Py_ssize_t) -> cython.longlong:
-    """Change of ``diff[i]`` when job i loses a class-c worker (gaining one: ``-_lose`` of the count after)."""
+    """Change of ``diff[i]`` when job i loses a class-c worker."""
     if cnt[i, c] > curC[i, c]:
         return -1
     return 1
