@@ -481,6 +481,8 @@ def _sort_buckets(problem, wj, members, cls_start, total, rounds=3):
             ws = members[lo:hi]  # fastest first
             if problem.replacing:
                 ws = ws[~kept[np.maximum(wj[ws], 0)] | (wj[ws] < 0)]
+                if ws.size == 0:  # every worker of the bucket is held by a kept job
+                    continue
             held = wj[ws]
             j = np.maximum(held, 0)
             value = np.where(held >= 0, a[j] * rho[j, ws[0]], -np.inf)
