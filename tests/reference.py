@@ -43,12 +43,30 @@ def mean_jct_reference(problem, worker_job):
     return total / S
 
 
+def restarted_reference(problem, worker_job):
+    """(S,) bool from the definition: a running job whose set of workers differs from its current set."""
+    worker_job = np.asarray(worker_job)
+    out = np.zeros(problem.n_jobs, dtype=bool)
+    for i in range(problem.n_jobs):
+        now = set(np.flatnonzero(problem.current == i).tolist())
+        out[i] = bool(now) and now != set(np.flatnonzero(worker_job == i).tolist())
+    return out
+
+
+def objective_reference(problem, worker_job):
+    """Mean of ``JCT_i + restart_time_i * restarted_i`` (inf if infeasible), from the definitions."""
+    value = mean_jct_reference(problem, worker_job)
+    lost = np.where(restarted_reference(problem, worker_job), problem.restart_time, 0.0)
+    return value + float(lost.sum()) / problem.n_jobs
+
+
 def brute_force_reference(problem, objective=None):
     """Best ``(value, worker_job)`` over all ``(S+1)**K`` assignments (itertools.product).
 
-    ``objective(problem, assignment)`` defaults to :func:`mean_jct_reference`.
+    ``objective(problem, assignment)`` defaults to :func:`objective_reference`
+    (the mean JCT, plus restart losses when the problem has a running placement).
     """
-    objective = objective or mean_jct_reference
+    objective = objective or objective_reference
     best, arg = math.inf, None
     for assignment in itertools.product(range(-1, problem.n_jobs), repeat=problem.n_workers):
         value = objective(problem, assignment)
