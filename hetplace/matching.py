@@ -26,7 +26,7 @@ import numbers
 import numpy as np
 
 from ._result import Result
-from ._validation import REAL_MAX, REAL_MIN, as_real_array, check_real_range, exact_int_sum
+from ._validation import REAL_MAX, REAL_MIN, as_real_array, check_choice, check_real_range, exact_int_sum
 from .errors import (
     InvalidOptionError,
     InvalidPlacementError,
@@ -180,14 +180,6 @@ class MarketResult(Result):
 # ----------------------------------------------------------------------------
 
 
-def _choice(name, value, choices):
-    if not isinstance(value, str) or value not in choices:
-        raise InvalidOptionError(
-            f"{name}={value!r} is not valid; choose one of {', '.join(repr(c) for c in choices)}."
-        )
-    return value
-
-
 def _kernels(backend):
     """Resolve ``backend`` to ``(name, kernels)`` from the backend registry (:mod:`hetplace._core._registry`).
 
@@ -197,7 +189,7 @@ def _kernels(backend):
     """
     from ._core import _registry
 
-    _choice("backend", backend, BACKENDS)
+    backend = check_choice("backend", backend, BACKENDS)
     name = backend
     if backend in ("auto", "cython"):
         missing = _registry.unavailable("cython")
@@ -489,7 +481,7 @@ def deferred_acceptance(
     v, mask = _values_iv(values, allowed)
     S, K = v.shape
     caps = _capacities_iv(capacities, S, K)
-    _choice("form", form, FORMS)
+    form = check_choice("form", form, FORMS)
     if form == "price" and worker_rank is not None:
         raise InvalidOptionError(
             "worker_rank applies to form='ordinal' only (the price form ranks by value); "
@@ -792,7 +784,7 @@ def market_category(
     rounds on most Gavel instances and rarely improves after that.
     """
     rho, w, c, n = _market_iv(throughput, work, comm_time, sizes)
-    _choice("form", form, FORMS)
+    form = check_choice("form", form, FORMS)
     max_rounds = _check_max_rounds(max_rounds)
     name, mod = _kernels(backend)
     S, K = rho.shape
