@@ -22,7 +22,8 @@ needed to build hetplace, not to run it.  Annotations are not evaluated (the
 sources use ``from __future__ import annotations``).  The C types
 ``ulonglong``, ``longlong``, ``Py_ssize_t`` and ``double`` also convert, so
 ``cython.cast(type, x)`` and ``cython.declare(type, value)`` give a value of
-that type: a NumPy scalar under Numba (where ``uint64`` mixed with ``int64``
+that type (and so do ``int64_t`` and ``uint64_t`` of
+``cython.cimports.libc.stdint``): a NumPy scalar under Numba (where ``uint64`` mixed with ``int64``
 would silently become ``float64``), and a Python int masked to 64 bits (or a
 float) as plain Python (:data:`_SHIM`), so unsigned arithmetic wraps the same
 way in every backend.  ``from cython.cimports.libc.math import log, ...`` is
@@ -90,7 +91,10 @@ _PY_TYPES = {
     "longlong": lambda x: ((int(x) + (1 << 63)) & _MASK64) - (1 << 63),
     "double": float,
 }
-_PY_TYPES["Py_ssize_t"] = _PY_TYPES["longlong"]
+_PY_TYPES["Py_ssize_t"] = _PY_TYPES["int64_t"] = _PY_TYPES["longlong"]
+_PY_TYPES["uint64_t"] = _PY_TYPES["ulonglong"]
+#: The C types of ``cython.cimports.libc.stdint`` (the rest are ``cython.<name>``).
+_STDINT = ("int64_t", "uint64_t")
 
 
 def _c_floor(x):
@@ -98,13 +102,16 @@ def _c_floor(x):
     return x if math.isinf(x) or math.isnan(x) else float(math.floor(x))
 
 
-def _libc_math(floor):
-    """``cython.cimports.libc.math`` of a backend: the C library's functions as :mod:`math` has them."""
-    module = types.ModuleType("cython.cimports.libc.math", "C math functions of a single-source kernel (see _source).")
+def _libc(floor, ctypes):
+    """``cython.cimports.libc.math`` and ``.stdint`` of a backend: C's math functions as :mod:`math` has them, and its int types."""
+    libm = types.ModuleType("cython.cimports.libc.math", "C math functions of a single-source kernel (see _source).")
     for name in ("log", "log1p", "exp", "sqrt", "fabs"):
-        setattr(module, name, getattr(math, name))
-    module.floor, module.INFINITY, module.NAN = floor, math.inf, math.nan
-    return module
+        setattr(libm, name, getattr(math, name))
+    libm.floor, libm.INFINITY, libm.NAN = floor, math.inf, math.nan
+    stdint = types.ModuleType("cython.cimports.libc.stdint", "C integer types of a single-source kernel (see _source).")
+    for name in _STDINT:
+        setattr(stdint, name, ctypes[name])
+    return {"cython.cimports.libc.math": libm, "cython.cimports.libc.stdint": stdint}
 
 
 def _make_shim(ctypes=None, cast=None):
@@ -113,10 +120,16 @@ def _make_shim(ctypes=None, cast=None):
     for name in ("cfunc", "ccall", "inline", "nogil", "gil", "exceptval", "boundscheck", "wraparound",
                  "cdivision", "initializedcheck", "locals", "returns", "final"):
         setattr(shim, name, noop)
-    shim.__getattr__ = lambda name: noop  # other C types (cython.uchar, ...): only ever named, never used
+    def other_type(name):  # other C types (cython.uchar, ...): only ever named, never used
+        if name.startswith("_"):  # not a C type: e.g. Numba's _numba_type_ probe of a global it compiles
+            raise AttributeError(name)
+        return noop
+
+    shim.__getattr__ = other_type
     ctypes = {k: _CType(f) for k, f in _PY_TYPES.items()} if ctypes is None else ctypes
     for name, ctype in ctypes.items():
-        setattr(shim, name, ctype)
+        if name not in _STDINT:
+            setattr(shim, name, ctype)
     known = tuple(ctypes.values())
     shim.compiled = False
     shim.declare = lambda ctype=None, value=None, **kw: ctype(value) if value is not None and any(
@@ -124,7 +137,7 @@ def _make_shim(ctypes=None, cast=None):
     shim.cast = cast if cast is not None else (lambda ctype, value, typecheck=False: ctype(value))
     shim.parallel = types.ModuleType("cython.parallel")
     shim.parallel.prange = _prange
-    shim.libc_math = _libc_math(_c_floor)
+    shim.libc = _libc(_c_floor, ctypes)
     return shim
 
 
@@ -133,14 +146,15 @@ _SHIM = _make_shim()
 
 def _numba_shim(numba, np):
     """The shim of the Numba compilation: C types are NumPy's, ``cython.cast`` a jitted conversion."""
-    ctypes = {"ulonglong": np.uint64, "longlong": np.int64, "Py_ssize_t": np.intp, "double": np.float64}
+    ctypes = {"ulonglong": np.uint64, "longlong": np.int64, "Py_ssize_t": np.intp, "double": np.float64,
+              "uint64_t": np.uint64, "int64_t": np.int64}
 
     @numba.njit(inline="always")
     def cast(ctype, value):
         return ctype(value)
 
     shim = _make_shim(ctypes, cast)
-    shim.libc_math = _libc_math(np.floor)
+    shim.libc = _libc(np.floor, ctypes)
     return shim
 
 
@@ -153,8 +167,8 @@ def _importer(shim, parallel_module):
             return shim
         if level == 0 and name == "cython.parallel":
             return parallel_module if fromlist else shim
-        if level == 0 and name == "cython.cimports.libc.math":
-            return shim.libc_math
+        if level == 0 and name in shim.libc:
+            return shim.libc[name]
         return real(name, globals, locals, fromlist, level)
 
     return _import
@@ -246,7 +260,9 @@ def load(name, backend):
         from ._jit import JIT
 
         tree = ast.fix_missing_locations(_PlainPrange().visit(tree))
-        shim = _numba_shim(numba, np)
+        # with the JIT off the kernels run as Python: Python's ints then wrap as C's do, without
+        # NumPy's overflow warnings of the intended uint64 wrap-around
+        shim = _SHIM if numba.config.DISABLE_JIT else _numba_shim(numba, np)
         parallel = types.ModuleType("cython.parallel")
         parallel.prange = numba.prange
     else:
