@@ -121,3 +121,44 @@ def test_latency_large_default_uses_the_cores(backend, capsys):
     with capsys.disabled():
         r50, _ = _row(f"K=16384 S=1024 {backend} idle", default, serial)
     assert r50 < 1.0, "the default should beat threads=1 on a large problem"
+
+
+_COLD = (
+    "import sys, time\n"
+    "t0 = time.perf_counter()\n"
+    "import hetplace as hp\n"
+    "from hetplace.data import default_problem\n"
+    "p = default_problem()\n"
+    "t1 = time.perf_counter()\n"
+    "hp.place(p, method='smp', seed=0, backend='cython')\n"
+    "t2 = time.perf_counter()\n"
+    "print('numba' in sys.modules, t1 - t0, t2 - t1)\n"
+)
+
+
+@pytest.mark.skipif("cython" not in BACKENDS, reason="the Cython extensions are not built")
+def test_cold_start_first_decision(tmp_path, capsys):
+    """A fresh process: import, build the default instance, first SMP decision on Cython (no Numba).
+
+    Bytecode goes to a private cache (``PYTHONPYCACHEPREFIX``), warmed by one
+    run first, as after any install; ``PYTHONDONTWRITEBYTECODE`` is unset for
+    the children (with it, every start recompiles hetplace's sources: +60 ms).
+    """
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(tmp_path / "pycache")
+    runs = []
+    for _ in range(8):
+        out = subprocess.run([sys.executable, "-c", _COLD], capture_output=True, text=True, env=env, check=True,
+                             timeout=300)
+        loaded, t_import, t_first = out.stdout.split()
+        assert loaded == "False"  # the compiled path imports no Numba
+        runs.append((float(t_import), float(t_first)))
+    imp, first = np.array(runs[1:]).T  # the first run fills the bytecode cache
+    with capsys.disabled():
+        print(f"\ncold start (7 fresh processes): import + default instance median {1e3 * np.median(imp):.0f} ms, "
+              f"first decision median {1e3 * np.median(first):.1f} ms, max {1e3 * first.max():.1f} ms")
+    if TARGETS:
+        assert np.median(first) < 0.100

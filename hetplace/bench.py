@@ -450,8 +450,11 @@ def _run_instance(payload):
 
 # ------------------------------------------------------------------ progress
 class _Progress:
-    def __init__(self, total, enabled):
+    """Progress bar on stderr: tqdm when installed, else a counter (also used by ``hetplace simulate``)."""
+
+    def __init__(self, total, enabled, desc="hetplace bench", unit="instance"):
         self.total, self.done, self.enabled = total, 0, enabled
+        self.desc, self.unit = desc, unit
         self._bar = None
         self._t0 = time.perf_counter()
         if enabled:
@@ -460,7 +463,7 @@ class _Progress:
             except ImportError:
                 tqdm = None
             if tqdm is not None:
-                self._bar = tqdm(total=total, unit="instance", desc="hetplace bench", file=sys.stderr)
+                self._bar = tqdm(total=total, unit=unit, desc=desc, file=sys.stderr)
             self._tty = sys.stderr.isatty()
             self._step = max(1, total // 10)
 
@@ -472,7 +475,7 @@ class _Progress:
             self._bar.update(1)
             return
         if self._tty or self.done % self._step == 0 or self.done == self.total:
-            msg = f"hetplace bench: {self.done}/{self.total} instances, {time.perf_counter() - self._t0:.0f} s"
+            msg = f"{self.desc}: {self.done}/{self.total} {self.unit}s, {time.perf_counter() - self._t0:.0f} s"
             sys.stderr.write(("\r" + msg) if self._tty else (msg + "\n"))
             if self._tty and self.done == self.total:
                 sys.stderr.write("\n")
@@ -494,9 +497,11 @@ def _result(future):
         ) from exc
 
 
-def _execute(executor, payloads, progress):
+def _execute(executor, payloads, progress, task=None):
+    """Run ``task`` (default: one sweep instance) on every payload with ``executor``; results in payload order."""
+    task = _run_instance if task is None else task
     if hasattr(executor, "submit"):
-        futures = [executor.submit(_run_instance, p) for p in payloads]
+        futures = [executor.submit(task, p) for p in payloads]
         if all(isinstance(f, cf.Future) for f in futures):
             for f in cf.as_completed(futures):
                 _result(f)
@@ -508,7 +513,7 @@ def _execute(executor, payloads, progress):
         return [_result(f) for f in futures]
     if hasattr(executor, "map"):
         out = []
-        it = iter(executor.map(_run_instance, payloads))
+        it = iter(executor.map(task, payloads))
         while True:
             try:
                 r = next(it)

@@ -11,6 +11,10 @@ Commands
 ``hetplace bench``
     Sweep instance families x sizes x methods x seeds (:mod:`hetplace.bench`)
     and write CSV, JSON, a Markdown summary and PNG plots.
+``hetplace simulate --policy smp las-aware --rate 4.8 --jobs 6000 --cluster v100=36,p100=36,k80=36``
+    Online simulation (:mod:`hetplace.online`) of policies x rates x seeds on
+    a Gavel-recipe trace (or ``--trace FILE``); writes per-job CSVs, JSON
+    summaries and plots to ``--out``.
 
 Exit codes: 0 success; 2 bad input, file, option or connection (one line
 ``hetplace: error: ...`` on stderr, never a traceback); 1 without a message
@@ -68,7 +72,7 @@ def _build_parser():
         p.add_argument("--no-exact", action="store_true", help="skip the exact optimum (and the gap)")
 
     run_options(parser)
-    sub = parser.add_subparsers(dest="command", metavar="{run,place,bench}")
+    sub = parser.add_subparsers(dest="command", metavar="{run,place,bench,simulate}")
     run_options(sub.add_parser("run", help="place the embedded default instance (the default command)"))
 
     pl = sub.add_parser(
@@ -117,7 +121,58 @@ def _build_parser():
     b.add_argument("--dask-address", metavar="ADDR", help="Dask scheduler, e.g. tcp://10.0.0.5:8786")
     b.add_argument("--no-progress", action="store_true", help="no progress bar")
     b.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+
+    sim = sub.add_parser(
+        "simulate", help="online simulation of scheduling policies on a job trace; write CSV/JSON/PNG",
+        description="Simulate online scheduling policies round by round on a trace drawn with Gavel's generator "
+        "recipe (or read from --trace) and report average and p99 JCT, finish-time fairness, restarts, GPU-hours, "
+        "utilisation and decision times (docs/online.md). Every policy x rate x seed is one simulation, run on "
+        "the chosen executor.",
+    )
+    sim.add_argument("--policy", nargs="+", default=["smp"], metavar="POLICY",
+                     help="policies (default smp); names: see hetplace.online.policy_names()")
+    sim.add_argument("--rate", nargs="+", type=_positive_float, default=[4.8], metavar="JOBS_PER_HOUR",
+                     help="arrival rates in jobs/hour (default 4.8)")
+    sim.add_argument("--jobs", type=_positive_int, default=6000, metavar="N", help="jobs in the trace (default 6000)")
+    sim.add_argument("--cluster", default="v100=36,p100=36,k80=36", metavar="TYPE=N,...",
+                     help="GPU counts per type (default v100=36,p100=36,k80=36)")
+    sim.add_argument("--multi-gpu", action="store_true", help="scale factors 1/2/4/8 (0.7/0.1/0.15/0.05)")
+    sim.add_argument("--restart", default="none", metavar="none|SECONDS|FILE.json",
+                     help="restart cost: none (default), seconds for every job, or a JSON {model or family: s}")
+    sim.add_argument("--seed", nargs="+", type=int, default=[0], metavar="SEED", help="trace seeds (default 0)")
+    sim.add_argument("--measure", type=_window, default=None, metavar="FIRST:LAST",
+                     help="report jobs FIRST..LAST-1 only and stop when they are done (e.g. 4000:5000)")
+    sim.add_argument("--round", type=_positive_float, default=360.0, metavar="SECONDS", help="round length (default 360)")
+    sim.add_argument("--trace", metavar="FILE", help="a Gavel .trace file instead of a generated trace (--rate ignored)")
+    sim.add_argument("--out", default="simulate-out", metavar="DIR", help="output folder (default: simulate-out)")
+    sim.add_argument("--workers", type=_positive_int, help="parallel worker processes (default: CPU count)")
+    sim.add_argument("--executor", default=None, choices=EXECUTORS,
+                     help="serial (default for one simulation), process (default for several) or dask")
+    sim.add_argument("--dask-address", metavar="ADDR", help="Dask scheduler, e.g. tcp://10.0.0.5:8786")
+    sim.add_argument("--no-progress", action="store_true", help="no progress bar")
+    sim.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     return parser
+
+
+def _positive_float(text):
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number; got {text!r}") from None
+    if not (v > 0 and v < float("inf")):
+        raise argparse.ArgumentTypeError(f"expected a positive, finite number; got {text!r}")
+    return v
+
+
+def _window(text):
+    first, sep, last = text.partition(":")
+    try:
+        a, b = int(first), int(last)
+    except ValueError:
+        a = b = None
+    if not sep or a is None or not 0 <= a < b:
+        raise argparse.ArgumentTypeError(f"expected FIRST:LAST job ids with FIRST < LAST, e.g. 4000:5000; got {text!r}")
+    return a, b
 
 
 # ------------------------------------------------------------------ run
@@ -279,6 +334,76 @@ def _bench(args, out, argv):
     return 0
 
 
+# ------------------------------------------------------------------ simulate
+def _restart_arg(text):
+    from .errors import InvalidOptionError
+
+    if text.strip().lower() == "none":
+        return "none"
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    path = Path(text)
+    if not path.is_file():
+        raise InvalidOptionError(
+            f"--restart {text!r} is neither 'none', a number of seconds nor a JSON file; pass one of those."
+        )
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeError) as exc:
+        raise InvalidOptionError(f"--restart {text!r}: not a JSON object {{model or family: seconds}} ({exc}).") from None
+    return doc
+
+
+def _simulate(args, out, argv):
+    from . import bench
+    from .data import load_gavel
+    from .errors import InvalidOptionError
+    from .online import ProgressModel, make_policy, parse_cluster
+    from .online.sweep import run_simulations, simulation_payloads, summary_table, write_simulations
+
+    table = load_gavel()
+    cluster = parse_cluster(args.cluster, table)
+    restart = _restart_arg(args.restart)
+    ProgressModel(table, restart)  # checked here, not in every worker
+    for name in args.policy:
+        make_policy(name)
+    if args.trace is not None and not Path(args.trace).is_file():
+        raise InvalidOptionError(f"--trace {args.trace!r} is not a file; pass a Gavel .trace file.")
+    if args.measure is not None and args.trace is None and args.measure[0] >= args.jobs:
+        raise InvalidOptionError(
+            f"--measure {args.measure[0]}:{args.measure[1]} starts past the {args.jobs} jobs of the trace; "
+            "lower it or raise --jobs."
+        )
+    payloads = simulation_payloads(
+        args.policy, args.rate, args.seed, n_jobs=args.jobs, cluster=cluster, multi_gpu=args.multi_gpu,
+        restart=restart, measure=args.measure, round_s=args.round, trace_path=args.trace, progress=False,
+    )
+    kind = args.executor or ("serial" if len(payloads) == 1 else "process")
+    if kind == "serial" and len(payloads) == 1:
+        payloads[0]["progress"] = not args.no_progress  # a per-job bar of the one simulation
+    try:
+        managed = bench.make_executor(kind, args.workers, args.dask_address)
+    except InvalidOptionError as exc:
+        if args.dask_address is None:
+            raise
+        raise InvalidOptionError(f"--dask-address: {exc}") from None
+    with managed as ex:
+        results = run_simulations(payloads, ex, progress=not args.no_progress)
+    meta = {"command": "hetplace " + shlex.join(argv), "executor": kind}
+    try:
+        paths = write_simulations(results, args.out, plots=not args.no_plots, meta=meta)
+    except OSError as exc:
+        raise InvalidOptionError(f"--out {args.out!r} cannot be written ({exc.strerror}); pass a writable folder.") from None
+    out.write(summary_table(results))
+    out.write(f"\nwrote {len(results)} simulation(s) and " + ", ".join(
+        str(p) for k, p in paths.items() if k != "plots_skipped") + "\n")
+    if "plots_skipped" in paths:
+        sys.stderr.write(f"hetplace: note: no plots: {paths['plots_skipped']}\n")
+    return 0
+
+
 def _input_errors():
     """Exception types that mean a bad input, file, option or connection (never a bug of hetplace)."""
     import csv
@@ -352,6 +477,8 @@ def main(argv=None, out=None):
             code = _place(args, out)
         elif args.command == "bench":
             code = _bench(args, out, argv)
+        elif args.command == "simulate":
+            code = _simulate(args, out, argv)
         else:
             code = _run(args, out)
         out.flush()  # inside the guard: a closed pipe surfaces here, not at interpreter exit

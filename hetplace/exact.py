@@ -29,7 +29,7 @@ import numpy as np
 
 from .errors import InvalidOptionError, InvalidProblemTypeError, MissingDependencyError, SolverError
 from ._validation import check_time_limit
-from .placement import evaluate, is_feasible
+from .placement import current_counts, evaluate, is_feasible, realise_counts
 from .problem import Problem
 
 __all__ = [
@@ -250,7 +250,11 @@ def solve_exact(
     problem: Problem, method: str = "auto", solver: str = "scip", time_limit: "float | None" = None,
     threads: "int | None" = None, verbose: bool = False,
 ) -> "ExactResult":
-    """Optimal placement minimising the mean JCT (docs/model.md §1.2-1.3, §4).
+    """Optimal placement minimising the mean JCT (docs/model.md §1.2-1.4, §4).
+
+    With running jobs (``Problem(current=, restart_time=)``) the JCTs include
+    the restart losses, and every method is exact for that objective
+    (docs/model.md §1.4).
 
     Parameters
     ----------
@@ -324,7 +328,13 @@ def solve_exact(
     ``t_in >= 2 u_in / X0 - x_in / X0^2`` and ``t_i >= sum_n t_in`` (an outer
     approximation of the convex hull of the disjunction over sizes, so the LP
     no longer prices communication by its chord); other jobs get plain
-    tangents ``t_i >= 2/X0 - X_i/X0^2`` (K=16, S=4: 0.4 s).  Throughputs are
+    tangents ``t_i >= 2/X0 - X_i/X0^2`` (K=16, S=4: 0.4 s).  Restarts
+    (docs/model.md §1.4): a binary ``keep_i`` per running job that can keep its
+    workers forces its current class counts ``cur_ic`` (``sum_b 2^b z_icb >=
+    cur_ic keep_i`` where it runs now, ``n_i <= held_i keep_i + n_max_i (1 -
+    keep_i)``) and the objective adds ``restart_cost_i (1 - keep_i)``; the
+    restart cost of a running job that cannot keep is a constant (objective
+    offset).  Throughputs are
     normalised per job and the objective by the mean alone-JCT so
     coefficients are O(1).  Gap limits: relative 1e-9, absolute 1e-12.  SCIP
     runs without its aggregation separator and with at most 5 root cut rounds
@@ -346,10 +356,14 @@ def solve_exact(
     ``mean(problem.jct_alone)`` (every job alone on the whole cluster).
 
     **Pruning by an incumbent** (ours).  Before building, a feasible
-    placement is made (the greedy baseline, trimmed to ``max_workers`` and
-    improved by single-worker moves and swaps); with its mean JCT ``U``, a
-    job's JCT in any placement at least as good is at most ``J_i = S U -
-    sum_{j != i} jct_alone_j``.  Sizes whose communication plus best compute
+    placement is made (the greedy baseline, trimmed to ``max_workers``; with
+    running jobs also the keep-greedy baseline, whichever is better; then
+    improved by single-worker
+    moves and swaps, priced with restart losses); with its mean JCT ``U``
+    (restart losses included), a job's JCT without its restart loss in any
+    placement at least as good is at most ``J_i = S U - sum_{j != i}
+    jct_alone_j - sum_j forced_j`` (``forced_j``: the restart cost of a
+    running job that cannot keep, paid in every placement).  Sizes whose communication plus best compute
     exceed ``J_i`` (and sizes above ``max_workers``) get no ``u[i,n]``, and
     ``tau_i <= r_hat_i J_i / w_i``.  This removes no optimum but keeps the
     coefficients representable: a 1e13 s size cost next to O(1) shares made
@@ -410,19 +424,20 @@ def _solve_dp(problem, t0, verbose):
 
     counts = problem.available_counts  # the DP runs on the available workers only
     radix = np.ascontiguousarray(counts + 1, dtype=np.int64)
+    stride = np.cumprod(np.concatenate(([1], radix[:-1])))
+    members = [np.flatnonzero((problem.worker_type == g) & problem.available) for g in range(problem.n_types)]
+    penalty, keep = _dp_keep(problem, members, stride)
     total, choice = type_dp(
         np.ascontiguousarray(problem.throughput, dtype=np.float64),
         np.ascontiguousarray(problem.work, dtype=np.float64),
         np.ascontiguousarray(problem.size_cost, dtype=np.float64),  # inf above max_workers
-        radix,
+        radix, penalty, keep,
     )
     if not np.isfinite(total):  # pragma: no cover - Problem() rejects uncoverable instances
         return ExactResult("infeasible", "the type DP found no feasible placement", None, None,
                            time.perf_counter() - t0, "dp", "dp")
-    stride = np.cumprod(np.concatenate(([1], radix[:-1])))
     y = (choice[:, None] // stride[None, :]) % radix[None, :]  # (S, G) type counts
-    worker_job = _worker_job_from_counts(problem, y, [np.flatnonzero((problem.worker_type == g) & problem.available)
-                                                      for g in range(problem.n_types)])
+    worker_job = realise_counts(problem, y, members)
     states, work = dp_size(problem)
     info = {"states": states, "transitions": work, "dp_total_jct": float(total)}
     placement = evaluate(problem, worker_job, method="exact", info=info)
@@ -433,17 +448,20 @@ def _solve_dp(problem, t0, verbose):
                        "dp", "dp", info)
 
 
-def _worker_job_from_counts(problem, counts, members):
-    """Give job i ``counts[i, c]`` workers of ``members[c]``, in worker-index order."""
-    worker_job = np.full(problem.n_workers, -1, dtype=np.int64)
-    nxt = [0] * len(members)
-    for i in range(counts.shape[0]):
-        for c in range(counts.shape[1]):
-            n = int(counts[i, c])
-            if n:
-                worker_job[members[c][nxt[c]:nxt[c] + n]] = i
-                nxt[c] += n
-    return worker_job
+def _dp_keep(problem, members, stride):
+    """The type DP's restart option (docs/model.md §1.4): ``penalty`` (S,) and ``keep`` (S,).
+
+    ``penalty`` is ``problem.restart_cost``; ``keep[i]`` is the state index of
+    job i's current type counts (``stride``: the DP's mixed radix) when it
+    may keep its workers (``problem.can_keep``), else -1.  Available workers
+    of one type are interchangeable here (the DP runs only when they all
+    have speed 1), so any vector equal to those counts is realised with the
+    job's own workers (:func:`hetplace.placement.realise_counts`).
+    """
+    penalty = np.ascontiguousarray(problem.restart_cost, dtype=np.float64)
+    have = current_counts(problem, members)  # (S, G) over the available workers
+    keep = np.where(problem.can_keep, have @ stride, -1).astype(np.int64)
+    return penalty, np.ascontiguousarray(keep)
 
 
 # ---------------------------------------------------------------- brute force
@@ -462,6 +480,8 @@ def _solve_brute(problem, t0, verbose):
         np.ascontiguousarray(problem.worker_throughput, dtype=np.float64),
         np.ascontiguousarray(problem.work, dtype=np.float64),
         np.ascontiguousarray(problem.size_cost, dtype=np.float64),  # inf above max_workers
+        np.ascontiguousarray(problem.current, dtype=np.int64),
+        np.ascontiguousarray(problem.restart_cost, dtype=np.float64),
         best,
     )
     if not np.isfinite(total):  # pragma: no cover - Problem() rejects uncoverable instances
@@ -547,11 +567,23 @@ def _incumbent(problem):
 
     Every valid Problem has one (it validates coverability), so this is the
     witness against any "infeasible" claim, the upper bound that prunes the MILP
-    and the cross-check of every "optimal" one.
+    and the cross-check of every "optimal" one.  With running jobs the
+    keep-greedy baseline (every job that can keeps its workers, the others
+    are placed greedily on the rest) is tried too and the better one returned.
     """
-    from .baselines import greedy_placement
+    from .baselines import greedy_placement, keep_greedy_placement
 
-    worker_job = np.array(greedy_placement(problem), dtype=np.int64)
+    best = _trimmed(problem, greedy_placement(problem))
+    if problem.replacing:
+        kept = _trimmed(problem, keep_greedy_placement(problem))
+        if kept.mean_jct < best.mean_jct:
+            best = kept
+    return best
+
+
+def _trimmed(problem, worker_job):
+    """``worker_job`` with every job cut to its ``max_workers`` fastest workers, evaluated."""
+    worker_job = np.array(worker_job, dtype=np.int64)
     rho = problem.worker_throughput
     for i in np.flatnonzero(np.bincount(worker_job[worker_job >= 0], minlength=problem.n_jobs)
                             > problem.max_workers):
@@ -569,7 +601,10 @@ def _improve_by_moves(problem, placement, rel, deadline=math.inf, max_steps=100)
     while one lowers the mean JCT by more than ``rel`` (relative), each
     confirmed by :func:`evaluate`.  Returns the best placement found (the
     input itself when no step pays): a claimed optimum that a step improves is
-    not an optimum.
+    not an optimum.  With running jobs a step is priced with the restart
+    losses (docs/model.md §1.4): every job it touches is charged its
+    ``restart_cost``, so a step that returns a job to its current set is
+    priced too high and may be missed (a heuristic; :func:`evaluate` decides).
     """
     S, K = problem.n_jobs, problem.n_workers
     rho, work, cost = problem.worker_throughput, problem.work, problem.size_cost
@@ -581,6 +616,10 @@ def _improve_by_moves(problem, placement, rel, deadline=math.inf, max_steps=100)
             wj = np.asarray(best.worker_job)
             X, n = best.throughput, best.n_workers
             cur = work / X + cost[np.arange(S), n]
+            if problem.replacing:
+                # every delta below is "new cost - cur": a touched job pays restart_cost
+                # after the step, and what it pays now (restart_cost if restarted) before
+                cur = cur + problem.restart_cost * best.restarted - problem.restart_cost
             busy = wj >= 0
             own = np.where(busy, wj, 0)
             r_own = rho[own, np.arange(K)]
@@ -659,12 +698,7 @@ def _build_milp(pywraplp, solver_id, problem, upper=None, deadline=math.inf, gro
     # coefficients in a range the solvers represent exactly (CP-SAT scales the
     # objective to integers; a 1e13 s size next to 1e-6 shares rounds the shares
     # away), and bounds tau_i.  The slack (1e-9 of the total) absorbs round-off.
-    alone = problem.jct_alone
-    if upper is None:
-        j_max = np.full(S, np.inf)
-    else:
-        total = S * float(upper)
-        j_max = total - (float(alone.sum()) - alone) + 1e-9 * total
+    j_max = _jct_caps(problem, upper)
     r_sorted, sizes = [], []  # per job: usable rates fastest first; sizes kept in the model
     n_max = []  # largest size kept for job i
     tau_lo, tau_hi = [], []  # bounds of tau_i = r_hat_i / X_i
@@ -684,6 +718,15 @@ def _build_milp(pywraplp, solver_id, problem, upper=None, deadline=math.inf, gro
             # compute time work_i / X_i <= JCT_i <= j_max_i bounds X_i from below
             hi = min(hi, r_hat[i] * j_max[i] / problem.work[i])
         tau_hi.append(max(hi, r_hat[i] / r[:n_max[i]].sum()) * (1.0 + slack))
+    # Restarts (docs/model.md §1.4): a job keeps its workers exactly when its class
+    # counts equal its current ones (cur[i, c]), so one binary keep_i per running job
+    # that may keep them; the others pay restart_cost_i whatever the placement.
+    # Keeping is a size held_i placement, so it is left out (the job always pays)
+    # when that size cannot beat the incumbent (held_i not in sizes[i]).
+    cur = current_counts(problem, members)
+    held = cur.sum(axis=1)
+    keepable = [bool(problem.can_keep[i] and problem.restart_cost[i] > 0 and held[i] in sizes[i])
+                for i in range(S)]
     items = []  # per job: (class, bit, a = 2^b r_ic / r_hat_i)
     for i in range(S):
         _check_clock(deadline)
@@ -719,6 +762,7 @@ def _build_milp(pywraplp, solver_id, problem, upper=None, deadline=math.inf, gro
         {n: solver.BoolVar(f"u_{i}_{n}") for n in sizes[i]} if with_comm[i] else None
         for i in range(S)
     ]
+    keep = [solver.BoolVar(f"keep_{i}") if keepable[i] else None for i in range(S)]
 
     # ---------------------------------------------------------------- constraints
     inf = solver.infinity()
@@ -775,6 +819,19 @@ def _build_milp(pywraplp, solver_id, problem, upper=None, deadline=math.inf, gro
             row(1, 1, [(v, 1) for v in u[i].values()])
             row(0, 0, [(v, n) for n, v in u[i].items()]
                 + [(z[i][j], -(2 ** b)) for j, (_, b, _) in enumerate(items[i])])
+    # keep_i = 1 forces n_ic = cur_ic on every class: n_ic >= cur_ic keep_i where the
+    # job runs now, and n_i <= held_i keep_i + n_max_i (1 - keep_i), so with keep_i = 1
+    # no class gets more (cur_ic = 0 where the job has rate 0: its classes hold all of
+    # its current workers, as can_keep says they are up)
+    for i in range(S):
+        if keep[i] is None:
+            continue
+        _check_clock(deadline)
+        for c in np.flatnonzero(cur[i]):
+            row(0, inf, [(z[i][j], 2 ** b) for j, (cc, b, _) in enumerate(items[i]) if cc == c]
+                + [(keep[i], -int(cur[i, c]))])
+        row(-inf, n_max[i], [(z[i][j], 2 ** b) for j, (_, b, _) in enumerate(items[i])]
+            + [(keep[i], n_max[i] - int(held[i]))])
     # tangent cuts of the convex 1/X: valid inequalities that only tighten the LP.
     # Tangent points below _CUT_X_MIN (a job's aggregate under 1e-3 of its fastest
     # worker) would need coefficients up to 1/x0^2 that solvers cannot represent;
@@ -809,20 +866,43 @@ def _build_milp(pywraplp, solver_id, problem, upper=None, deadline=math.inf, gro
                     row(2.0 / x0, inf, [(tau[i], sigma[i])] + [(v, a / (x0 * x0)) for v, a in x_terms])
 
     # ---------------------------------------------------------------- objective
-    # (1 / (S * scale)) * sum_i (w_i / r_hat_i * tau_i + sum_n comm_time[i, n] u_in)
+    # (1 / (S * scale)) * sum_i (w_i / r_hat_i * tau_i + sum_n comm_time[i, n] u_in
+    #                           + restart_cost_i (1 - keep_i))   (keep_i = 0 if absent)
     objective = solver.Objective()
     for i in range(S):
         objective.SetCoefficient(tau[i], coef[i] * sigma[i])
         if u[i] is not None:
             for n, v in u[i].items():
                 objective.SetCoefficient(v, problem.comm_time[i, n] / (S * scale))
+        if keep[i] is not None:
+            objective.SetCoefficient(keep[i], -float(problem.restart_cost[i]) / (S * scale))
+    if problem.replacing:
+        objective.SetOffset(float(problem.restart_cost.sum()) / (S * scale))  # the solvers report it too
     objective.SetMinimization()
     _check_clock(deadline)
     handles = {"z": z, "items": items, "members": members, "scale": scale, "n_classes": C, "nnz": nnz[0],
+               "n_keep": sum(v is not None for v in keep),
                "sizes_kept": int(sum(len(s) for s in sizes)),
                "sizes_usable": int(sum(min(c, r.size, int(m)) - int(lo) + 1
                                        for c, r, m, lo in zip(cap, r_sorted, problem.max_workers, n_lo)))}
     return solver, handles
+
+
+def _jct_caps(problem, upper):
+    """(S,): the largest JCT_i, restart loss excluded, of a placement whose mean is at most ``upper``.
+
+    Every placement has ``S * mean = sum_j (JCT_j + loss_j)`` with ``JCT_j >=
+    jct_alone_j`` and ``loss_j >= restart_cost_j`` for every running job that
+    cannot keep its workers (it restarts in every placement), so
+    ``JCT_i <= S * upper - sum_{j != i} jct_alone_j - sum_j forced_j``.  The
+    slack (1e-9 of the total) absorbs round-off.  ``inf`` when ``upper`` is None.
+    """
+    if upper is None:
+        return np.full(problem.n_jobs, np.inf)
+    alone = problem.jct_alone
+    total = problem.n_jobs * float(upper)
+    forced = float(np.sum(problem.restart_cost[problem.running & ~problem.can_keep]))
+    return total - (float(alone.sum()) - alone) - forced + 1e-9 * total
 
 
 def _tangent_points(lo, hi, count):
@@ -908,6 +988,7 @@ def _solve_milp(problem, solver_key, time_limit, threads, verbose, t0, grouping=
         "n_classes": h["n_classes"],
         "sizes_kept": h["sizes_kept"],
         "sizes_usable": h["sizes_usable"],
+        "n_keep": h["n_keep"],
         "build_time": build_time,
         "solve_time": solve_time,
         "solver_status_code": int(code),
@@ -924,7 +1005,7 @@ def _solve_milp(problem, solver_key, time_limit, threads, verbose, t0, grouping=
             for j, (c, b, _) in enumerate(row):
                 if h["z"][i][j].solution_value() > 0.5:
                     counts[i, c] += 2 ** b
-        worker_job = _worker_job_from_counts(problem, counts, h["members"])
+        worker_job = realise_counts(problem, counts, h["members"])
         milp_objective = solver.Objective().Value() * h["scale"]
         info["milp_objective"] = milp_objective
         if is_feasible(problem, worker_job):

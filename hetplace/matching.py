@@ -204,6 +204,40 @@ def _kernels(backend):
     return "numba", _matching_nb
 
 
+def _ordinal_kernel(backend):
+    """Resolve ``backend`` for the ordinal form: ``(name, ordinal_match)`` from the backend registry.
+
+    The same rules as :func:`_kernels`: ``"auto"`` is Cython when its
+    extensions are built (else Numba, with the package's warning), and an
+    explicit ``"cython"`` that is not built raises ``MissingDependencyError``.
+    """
+    from ._core import _registry
+
+    _choice("backend", backend, BACKENDS)
+    name = backend
+    if backend in ("auto", "cython"):
+        missing = _registry.unavailable("cython")
+        if missing is None:
+            name = "cython"
+        elif backend == "cython":
+            from ._core import missing_compiled_message
+
+            raise MissingDependencyError(missing_compiled_message(*missing, what="backend='cython'")) from None
+        else:
+            from ._core import warn_missing_compiled
+
+            warn_missing_compiled(*missing)
+            name = "numba"
+    try:
+        table = _registry.kernels(name)
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise MissingDependencyError(
+            f"backend={backend!r} needs numba ({exc}); install it with `pip install numba`, "
+            "or pass backend='python'."
+        ) from None
+    return name, table.ordinal_match
+
+
 def _float_matrix(value, name, what):
     """``value`` as a float64 copy; bools, complex numbers, strings and other objects are rejected."""
     raw = as_real_array(value, name, what="numbers", shape_text=what, error=InvalidProblemTypeError)
@@ -219,6 +253,16 @@ def _float_matrix(value, name, what):
 def _values_iv(values, allowed):
     """(S, K) float64 values and bool allowed mask, validated."""
     what = "a 2-D array of shape (n_jobs, n_workers)"
+    if allowed is None and type(values) is np.ndarray and values.dtype == np.float64 and values.ndim == 2 \
+            and values.size and values.flags.c_contiguous:
+        # the common case, checked in two reductions and used without a copy (it is only
+        # read): no NaN or +inf (the max would be NaN or inf), nothing beyond the bound
+        if values.max() <= MAX_ABS_VALUE:
+            if values.min() >= -MAX_ABS_VALUE:
+                return values, np.ones(values.shape, dtype=bool)
+            mask = values > -math.inf  # finite: no NaN or +inf is left
+            if not (mask & (values < -MAX_ABS_VALUE)).any():
+                return values, mask
     v = _float_matrix(values, "values", what)
     if v.ndim != 2:
         raise InvalidProblemError(f"values must be {what}; got an array of shape {v.shape}.")
@@ -344,14 +388,23 @@ def _worker_rank_iv(worker_rank, mask):
     return np.where(mask, r, 0.0)
 
 
-def _default_worker_rank(v, mask):
-    """Relative value: ``values[i, k] / mean of job i's allowed values`` (raw when mean <= 0)."""
+def _default_rank_div(v, mask):
+    """(S,) divisors of the default worker rank: the mean of job i's allowed values, 1 when it is <= 0.
+
+    NumPy's row sums of ``where(mask, v, 0)`` (pairwise summation along the
+    rows of a C-ordered ``v``), as the ordinal form has always computed them:
+    the default ranks, and so every tie between them, are unchanged.
+    """
     S, K = v.shape
     vz = np.where(mask, v, 0.0)
     n = mask.sum(axis=1)
     mean = np.divide(vz.sum(axis=1), n, out=np.zeros(S), where=n > 0)
-    div = np.where(mean > 0, mean, 1.0)
-    return vz / div[:, None]
+    return np.where(mean > 0, mean, 1.0)
+
+
+def _default_worker_rank(v, mask):
+    """Relative value: ``values[i, k] / mean of job i's allowed values`` (raw when mean <= 0)."""
+    return np.where(mask, v, 0.0) / _default_rank_div(v, mask)[:, None]
 
 
 def _check_max_rounds(max_rounds):
@@ -458,7 +511,7 @@ def deferred_acceptance(
             "worker_rank applies to form='ordinal' only (the price form ranks by value); "
             "drop it or pass form='ordinal'."
         )
-    name, mod = _kernels(backend)
+    name, mod = _kernels(backend) if form == "price" else _ordinal_kernel(backend)
     worker_job = np.empty(K, dtype=np.int64)
     stats = np.zeros(2, dtype=np.int64)
     if form == "price":
@@ -487,14 +540,15 @@ def deferred_acceptance(
             prices = np.maximum(prices, 0.0 - idle_price)
         bound = float(prices.sum() + caps @ q + idle * idle_price) if np.isfinite(prices).all() else math.inf
     else:
-        rank = _default_worker_rank(v, mask) if worker_rank is None else _worker_rank_iv(worker_rank, mask)
-        vals = np.ascontiguousarray(np.where(mask, v, np.nan))
-        job_order = np.empty((S, K), dtype=np.int64)
-        order_len = np.empty(S, dtype=np.int64)
-        mod.job_order_kernel(vals, -math.inf, job_order, order_len, np.empty(K, dtype=np.int64))
-        nf, ni = mod.gale_shapley_workspace_size(S, K)
-        status = mod.gale_shapley_kernel(job_order, order_len, np.ascontiguousarray(rank), caps,
-                                         worker_job, stats, np.empty(max(ni, 1), dtype=np.int64))
+        # one kernel from the values themselves: pair (i, k) is acceptable iff vals[i, k] > -inf
+        # (without a mask the forbidden pairs already are -inf), and worker k ranks job i by
+        # rank[i, k] / div[i], divided on proposed pairs only
+        vals = np.ascontiguousarray(v if allowed is None else np.where(mask, v, np.nan))
+        if worker_rank is None:
+            rank, div = vals, _default_rank_div(v, mask)
+        else:
+            rank, div = np.ascontiguousarray(_worker_rank_iv(worker_rank, mask)), np.ones(S)
+        status = mod(vals, -math.inf, rank, div, caps, worker_job, stats)
         prices = q = idle_price = bound = None
     busy = np.flatnonzero(worker_job >= 0)
     welfare = float(v[worker_job[busy], busy].sum()) if busy.size else 0.0

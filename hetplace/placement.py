@@ -8,7 +8,8 @@ from ._validation import as_real_array, is_real_scalar
 from .errors import InvalidOptionError, InvalidPlacementError, InvalidProblemTypeError, MissingDependencyError
 from .problem import Problem, _compact
 
-__all__ = ["Placement", "evaluate", "is_feasible", "largest_remainder_shares", "restarted_jobs"]
+__all__ = ["Placement", "evaluate", "is_feasible", "largest_remainder_shares", "restarted_jobs",
+           "current_counts", "realise_counts"]
 
 
 def _check_problem(problem):
@@ -114,6 +115,75 @@ def restarted_jobs(problem: Problem, worker_job: np.ndarray) -> np.ndarray:
     for side in (cur[moved], worker_job[moved]):
         changed[side[side >= 0]] = True
     return changed & problem.running
+
+
+def current_counts(problem: Problem, members: "list[np.ndarray]") -> np.ndarray:
+    """(S, C) int64: how many workers of ``members[c]`` job ``i`` runs on in ``problem.current``.
+
+    ``members`` is trusted: C disjoint int64 arrays of worker indices, the
+    worker classes (or types) a method counts in.  All zeros when no job is
+    running.  A job keeps its workers only if this row holds all of them
+    (``current_counts(...).sum(axis=1)`` equals its current size, docs/model.md §1.4).
+    """
+    S, C = problem.n_jobs, len(members)
+    out = np.zeros((S, C), dtype=np.int64)
+    if problem.replacing:
+        cur = problem.current
+        for c, m in enumerate(members):
+            j = cur[m]
+            j = j[j >= 0]
+            if j.size:
+                out[:, c] = np.bincount(j, minlength=S)
+    return out
+
+
+def realise_counts(problem: Problem, counts: np.ndarray, members: "list[np.ndarray]") -> np.ndarray:
+    """Workers for a count matrix: job ``i`` gets ``counts[i, c]`` workers of ``members[c]``.
+
+    Parameters
+    ----------
+    problem : Problem
+    counts : ndarray of int64, shape (S, C)
+        Workers of every class for every job; ``counts[:, c].sum() <=
+        len(members[c])`` (trusted, not checked).
+    members : list of C ndarray of int64
+        The workers of each class, in increasing index order (disjoint).  The
+        workers of a class must be interchangeable (same type and
+        ``problem.class_speed``) for the result to have the JCTs the counts
+        stand for.
+
+    Returns
+    -------
+    worker_job : ndarray of int64, shape (K,)
+        Job of every worker, -1 for idle (workers in no class stay idle).
+
+    Notes
+    -----
+    docs/model.md §1.4.  A job whose row equals its current counts
+    (:func:`current_counts`) and whose current workers all lie in the classes
+    gets exactly its current workers, so it is not restarted.  Class by
+    class, every job first takes its own current workers of the class, as
+    many as it needs (lowest index first); the current sets are disjoint, so
+    no job takes another's here, and a job whose counts equal its current
+    ones is done.  Then the jobs still short take free workers in index order,
+    jobs in index order.  So jobs that change also keep as many of their
+    workers as they can (fewest physical moves).  Without running jobs this is
+    plain index order: job 0 takes the first workers of every class, job 1
+    the next, and so on.  The one routine that turns counts into workers for
+    the type DP, the MILP and SMP: the kernel ``expand_counts_keep`` of
+    :mod:`hetplace._core._polish` (SMP calls it inside its kernels).
+    """
+    from ._core import _registry
+
+    worker_job = np.full(problem.n_workers, -1, dtype=np.int64)  # workers in no class stay idle
+    sizes = [len(m) for m in members]
+    flat = np.ascontiguousarray(np.concatenate(members) if members else np.zeros(0), dtype=np.int64)
+    start = np.zeros(len(members) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=start[1:])
+    backend = "cython" if _registry.unavailable("cython") is None else "python"  # no JIT compile for this
+    _registry.kernels(backend).expand_keep(np.ascontiguousarray(counts, dtype=np.int64), flat, start,
+                                           problem.current, worker_job)
+    return worker_job
 
 
 def is_feasible(problem: Problem, worker_job: "np.typing.ArrayLike") -> bool:

@@ -370,7 +370,7 @@ def _run(problem, cats, opts, extra=None):
     local search.  Rows not polished keep their market result.  Each pass runs
     on worker classes or on single workers as :func:`class_modes` decides.
 
-    In a re-placement (``problem.replacing``, docs/model.md §3.8) every market
+    In a re-placement (``problem.replacing``, docs/model.md §3.11) every market
     row is re-expanded so that each job takes its own current workers of a
     class first (same JCT, every job whose counts equal its current ones
     kept), totals include the restart losses, the rows ``extra`` (keep
@@ -384,7 +384,7 @@ def _run(problem, cats, opts, extra=None):
     N = cats.shape[0]
     rhoC, mc, class_of, members, cls_start = worker_classes(problem)
     C = mc.size
-    G = np.unique(problem.worker_type).size
+    G = int(np.count_nonzero(problem.type_counts))  # types present (np.unique would import numpy.ma: 70 ms cold)
     approx = opts["speed_buckets"] is not None and K * S > BUCKET_MIN_SIZE and C > G * opts["speed_buckets"]
     replacing = problem.replacing
     if replacing:
@@ -453,7 +453,7 @@ def _run(problem, cats, opts, extra=None):
         if opts["polish"]:
             rows = _rows_to_polish(out_wj, out_total, opts["polish_top"])
             if extra is not None and len(extra):  # the keep candidates are always polished
-                rows = np.unique(np.concatenate([rows, np.arange(N, N + len(extra))]))
+                rows = np.concatenate([rows[rows < N], np.arange(N, N + len(extra))])
                 rows = rows[np.isfinite(out_total[rows])]
             if polish_cls:
                 polish_args = ccommon + (class_of, members, cls_start, rows, _MAX_POLISH_STEPS,
@@ -729,7 +729,7 @@ def _keep_candidate(problem, restart, opts, seed):
 
 
 def _keep_candidates(problem, opts, seed):
-    """(E, K) int64: the keep candidates of a re-placement (docs/model.md §3.8)."""
+    """(E, K) int64: the keep candidates of a re-placement (docs/model.md §3.11)."""
     from .baselines import keep_greedy_placement
 
     rows = [keep_greedy_placement(problem)]  # so SMP never does worse than that baseline

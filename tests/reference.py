@@ -43,11 +43,15 @@ def mean_jct_reference(problem, worker_job):
     return total / S
 
 
-def brute_force_reference(problem):
-    """Best ``(mean_jct, worker_job)`` over all ``(S+1)**K`` assignments (itertools.product)."""
+def brute_force_reference(problem, objective=None):
+    """Best ``(value, worker_job)`` over all ``(S+1)**K`` assignments (itertools.product).
+
+    ``objective(problem, assignment)`` defaults to :func:`mean_jct_reference`.
+    """
+    objective = objective or mean_jct_reference
     best, arg = math.inf, None
     for assignment in itertools.product(range(-1, problem.n_jobs), repeat=problem.n_workers):
-        value = mean_jct_reference(problem, assignment)
+        value = objective(problem, assignment)
         if value < best:
             best, arg = value, np.array(assignment, dtype=np.int64)
     return best, arg

@@ -173,3 +173,21 @@ def test_polish_rows_classes_agree_on_exact_ties(seed):
         np.testing.assert_array_equal(total.view(np.int64), ref[1].view(np.int64), err_msg=b)
         np.testing.assert_array_equal(stats, ref[2], err_msg=b)
     assert np.isfinite(ref[1][rows]).all() and ref[1][1] == -1.0
+
+
+@pytest.mark.skipif("cython" not in AVAILABLE, reason="the Cython extensions are not built")
+def test_cython_path_imports_no_numba():
+    """A fresh process deciding on the compiled backend imports no Numba and compiles nothing (issue 10)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, time, hetplace as hp\n"
+        "from hetplace.data import default_problem\n"
+        "p = default_problem()\n"
+        "t = time.perf_counter(); hp.place(p, method='smp', seed=0, backend='cython'); t = time.perf_counter() - t\n"
+        "print('numba' in sys.modules, t)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
+    loaded, _ = out.stdout.split()
+    assert loaded == "False", out.stdout

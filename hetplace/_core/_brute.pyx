@@ -7,23 +7,29 @@ cnp.import_array()
 
 
 def brute_force(const double[:, ::1] rho, const double[::1] work,
-                const double[:, ::1] size_cost, long long[::1] best_out):
+                const double[:, ::1] size_cost, const long long[::1] current,
+                const double[::1] restart_cost, long long[::1] best_out):
     """Write the assignment with the smallest total JCT into ``best_out``.
 
     ``size_cost[i, n]`` is job ``i``'s communication time on ``n`` workers, ``inf``
     for sizes it cannot use (``Problem.size_cost``: above ``max_workers``).
+    ``current`` (K,) is the running placement (-1: none) and ``restart_cost``
+    (S,) what a job pays when its worker set differs from it in any way
+    (``Problem.restart_cost``: 0 for new jobs; docs/model.md §1.4): a worker
+    whose job differs from ``current`` restarts both jobs.
     Enumerates worker -> job maps (job -1 = idle) in odometer order, worker 0
     fastest-changing.  Assignments where a job has no worker, a worker with
     zero throughput for its job, or an infinite size cost are skipped.  Ties
-    keep the first found.  Returns the best total JCT (``inf`` if none is
-    feasible).
+    keep the first found.  Returns the best total JCT, restart losses
+    included (``inf`` if none is feasible).
     """
     cdef Py_ssize_t S = rho.shape[0], K = rho.shape[1]
     cdef Py_ssize_t i, k
     cdef long long[::1] cur = np.full(K, -1, dtype=np.int64)
     cdef long long[::1] cnt = np.zeros(S, dtype=np.int64)
+    cdef unsigned char[::1] changed = np.zeros(S, dtype=np.uint8)
     cdef double[::1] X = np.zeros(S)
-    cdef double total, best = np.inf
+    cdef double total, jct, best = np.inf
     cdef bint ok
     with nogil:
         while True:
@@ -32,8 +38,14 @@ def brute_force(const double[:, ::1] rho, const double[::1] work,
             for i in range(S):
                 X[i] = 0.0
                 cnt[i] = 0
+                changed[i] = 0
             for k in range(K):
                 i = cur[k]
+                if cur[k] != current[k]:  # both the old and the new job of worker k restart
+                    if i >= 0:
+                        changed[i] = 1
+                    if current[k] >= 0:
+                        changed[current[k]] = 1
                 if i >= 0:
                     if rho[i, k] <= 0.0:
                         ok = False
@@ -46,7 +58,10 @@ def brute_force(const double[:, ::1] rho, const double[::1] work,
                     if cnt[i] == 0:
                         ok = False
                         break
-                    total += work[i] / X[i] + size_cost[i, cnt[i]]
+                    jct = work[i] / X[i] + size_cost[i, cnt[i]]
+                    if changed[i] and restart_cost[i] != 0.0:
+                        jct += restart_cost[i]
+                    total += jct
             if ok and total < best:
                 best = total
                 for k in range(K):

@@ -11,8 +11,8 @@ __all__ = ["type_dp"]
 
 
 @nb.njit(**JIT)
-def type_dp(rho, work, size_cost, radix):
-    """Minimum total JCT over type-count matrices, with the argmin.
+def type_dp(rho, work, size_cost, radix, penalty, keep):
+    """Minimum total JCT (restart losses included) over type-count matrices, with the argmin.
 
     Parameters
     ----------
@@ -26,6 +26,12 @@ def type_dp(rho, work, size_cost, radix):
     radix : ndarray of int64, shape (G,)
         ``type_counts + 1``: the mixed radix of the state index (type 0 is
         the least significant digit).
+    penalty : ndarray of float64, shape (S,)
+        Restart loss of every job (``Problem.restart_cost``: 0 for new jobs),
+        paid by every vector except ``keep[i]``.
+    keep : ndarray of int64, shape (S,)
+        Mixed-radix index of job ``i``'s current type counts when it may keep
+        exactly its current workers (``Problem.can_keep``), else -1.
 
     Returns
     -------
@@ -39,7 +45,10 @@ def type_dp(rho, work, size_cost, radix):
     State ``s`` = workers of each type used by jobs ``0..i``; the recursion is
     ``f_i(s) = min_{0 < y <= s} f_{i-1}(s - y) + cost_i(y)`` with
     ``cost_i(y) = work_i / sum_g y_g rho_ig + size_cost_i(sum_g y_g)`` (``inf`` when
-    ``y`` uses a type the job cannot run on or more workers than it can use).  Digit-wise ``y <= s`` means
+    ``y`` uses a type the job cannot run on or more workers than it can use),
+    plus ``penalty_i`` unless ``y == keep_i`` (docs/model.md §1.4: the vector
+    of its current counts is the one that lets a job keep its workers; a zero
+    penalty is never added, so without restarts the values are unchanged).  Digit-wise ``y <= s`` means
     ``index(s - y) = index(s) - index(y)`` (no borrows), so predecessors are
     found by subtraction.  Work is ``S * prod_g (m_g+1)(m_g+2)/2`` transitions;
     memory is one int32 back-pointer per (job, state).  Ties keep the first
@@ -79,6 +88,8 @@ def type_dp(rho, work, size_cost, radix):
                     n += e[g]
             if ok and n > 0:
                 cost[y] = work[i] / X + size_cost[i, n]
+                if penalty[i] != 0.0 and y != keep[i]:
+                    cost[y] += penalty[i]
             else:
                 cost[y] = np.inf
             g = 0

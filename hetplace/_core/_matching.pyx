@@ -578,19 +578,6 @@ def auction_kernel(const double[:, ::1] vals_t, const double[::1] scale, double 
     return status
 
 
-def gale_shapley_kernel(const int64_t[:, ::1] job_order, const int64_t[::1] order_len,
-                        const double[:, ::1] worker_rank, const int64_t[::1] caps,
-                        int64_t[::1] worker_job, int64_t[::1] stats, int64_t[::1] iws):
-    """Job-proposing Gale-Shapley (see ``_matching_nb.gale_shapley_kernel``)."""
-    cdef Py_ssize_t S = job_order.shape[0], K = worker_job.shape[0]
-    cdef int status
-    cdef int64_t* iw = _iptr(iws)
-    with nogil:
-        status = gale_shapley_c(&job_order[0, 0], &order_len[0], &worker_rank[0, 0],
-                                &caps[0], S, K, &worker_job[0], &stats[0], iw)
-    return status
-
-
 def job_order_kernel(const double[:, ::1] vals, double lo, int64_t[:, ::1] job_order,
                      int64_t[::1] order_len, int64_t[::1] tmp):
     """Job preference lists (see ``_matching_nb.job_order_kernel``)."""

@@ -14,9 +14,11 @@ auction_kernel
     "each job i gets exactly caps[i] workers, each worker at most one job",
     maximising the total value.
 gale_shapley_kernel
-    Ordinal form: job-proposing deferred acceptance with slots.
+    Ordinal form of the SMP market: job-proposing deferred acceptance with
+    slots on the lists below (``hetplace.deferred_acceptance`` runs the
+    single-source kernel of :mod:`hetplace._core._ordinal` instead).
 job_order_kernel, relative_rank_kernel
-    Preference lists of the ordinal form (built once per problem).
+    Preference lists of the SMP market's ordinal form (built once per problem).
 market_category_kernel
     One SMP category: iterated linearised valuations, price or ordinal market,
     true total JCT of the best assignment seen.

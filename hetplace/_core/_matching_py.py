@@ -18,7 +18,6 @@ __all__ = [
     "gale_shapley_workspace_size",
     "market_workspace_size",
     "auction_kernel",
-    "gale_shapley_kernel",
     "job_order_kernel",
     "relative_rank_kernel",
     "market_category_kernel",
@@ -47,7 +46,7 @@ def class_market_workspace_size(S, C, K):
 
 
 def gale_shapley_workspace_size(S, K):
-    """(n_float, n_int) work-buffer lengths of :func:`gale_shapley_kernel`."""
+    """(n_float, n_int) work-buffer lengths of ``_matching_nb.gale_shapley_kernel``."""
     return 0, 3 * S
 
 
@@ -369,7 +368,7 @@ def relative_rank_kernel(rho, worker_rank):
 
 
 def _gale_shapley(order, order_len, rank, caps, S, K):
-    """Core of :func:`gale_shapley_kernel` on lists; returns (wj, status, proposals)."""
+    """The SMP market's Gale-Shapley (``_matching_nb.gale_shapley_kernel``) on lists; returns (wj, status, proposals)."""
     worker_job = [-1] * K
     ptr = [0] * S
     need = [int(c) for c in caps]
@@ -398,20 +397,6 @@ def _gale_shapley(order, order_len, rank, caps, S, K):
                         stack.append(cur)
     status = 1 if any(n > 0 for n in need) else 0
     return worker_job, status, props
-
-
-def gale_shapley_kernel(job_order, order_len, worker_rank, caps, worker_job, stats, iws=None):
-    """Job-proposing Gale-Shapley; see :func:`hetplace._core._matching_nb.gale_shapley_kernel`."""
-    S = job_order.shape[0]
-    K = worker_job.shape[0]
-    wj, status, props = _gale_shapley(
-        job_order.tolist(), [int(n) for n in order_len], worker_rank.tolist(),
-        [int(c) for c in caps], S, K,
-    )
-    worker_job[:] = wj
-    stats[0] = 1
-    stats[1] = props
-    return status
 
 
 def market_category_kernel(rho, work, comm_time, sizes, form, max_rounds,

@@ -37,7 +37,7 @@ from cython.parallel import prange
 __all__ = [
     "COMPILED", "job_cost", "assignment_total", "polish_kernel", "polish", "polish_rows",
     "class_totals", "expand_counts", "counts_of", "polish_classes_kernel", "polish_classes", "polish_rows_classes",
-    "restart_loss", "class_restart_loss", "expand_counts_keep", "keep_rows",
+    "restart_loss", "class_restart_loss", "expand_counts_keep", "expand_keep", "keep_rows",
 ]
 
 #: True in the extension built by ``cythonize``; False when this source runs under Numba or as Python.
@@ -534,7 +534,7 @@ def _class_diff(cnt: cython.longlong[:, ::1], curC: cython.const[cython.longlong
 @cython.exceptval(check=False)
 def _lose(cnt: cython.longlong[:, ::1], curC: cython.const[cython.longlong][:, ::1], i: cython.Py_ssize_t,
           c: cython.Py_ssize_t) -> cython.longlong:
-    """Change of ``diff[i]`` when job i loses a class-c worker (gaining one: ``-_lose`` of the count after)."""
+    """Change of ``diff[i]`` when job i loses a class-c worker."""
     if cnt[i, c] > curC[i, c]:
         return -1
     return 1
@@ -1003,6 +1003,15 @@ def polish_rows_classes(rhoC, work, comm, mc, class_of, members, cls_start, rows
     nt = threads if threads > 0 else (os.cpu_count() or 1)
     _polish_rows_classes_kernel(rhoC, work, comm, mc, class_of, members, cls_start, rows, max_steps, out_wj,
                                 out_total, out_stats, cnt, X, n, idle, replacing, pen, curC, current, diff, nt)
+
+
+def expand_keep(cnt: cython.longlong[:, ::1], members: cython.const[cython.longlong][::1],
+                cls_start: cython.const[cython.longlong][::1], current: cython.const[cython.longlong][::1],
+                worker_job: cython.longlong[::1]):
+    """Python entry of :func:`expand_counts_keep`: write the workers of the counts ``cnt`` into ``worker_job``."""
+    taken: cython.longlong[::1] = np.zeros(cnt.shape[0], dtype=np.int64)
+    with cython.nogil:
+        expand_counts_keep(cnt, members, cls_start, current, worker_job, taken)
 
 
 @cython.cfunc

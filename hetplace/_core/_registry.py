@@ -26,7 +26,8 @@ BACKENDS = ("cython", "numba", "python")
 
 #: Single-source modules, and the kernels each gives every backend.
 _SINGLE_SOURCE = {
-    "_polish": ("polish", "polish_rows", "polish_classes", "polish_rows_classes", "keep_rows"),
+    "_polish": ("polish", "polish_rows", "polish_classes", "polish_rows_classes", "keep_rows", "expand_keep"),
+    "_ordinal": ("ordinal_match",),
     "_categories": ("rank_category", "unrank_category", "unrank_categories", "enumerate_categories",
                     "sample_uniform_reservoir", "sample_uniform_direct", "sample_weighted_enum",
                     "sample_weighted_perturb"),

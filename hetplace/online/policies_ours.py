@@ -1,0 +1,225 @@
+"""hetplace's own online policies (docs/online.md §5): SMP re-placement every round.
+
+``"smp"`` re-places the running and waiting jobs each round with
+``hetplace.place(problem, method="smp")`` on a restart-aware
+:class:`hetplace.Problem` (``current`` = where the running jobs are,
+``restart_time`` = the restart model), job sizes free within bounds and GPU
+types mixed; ``"smp-rigid"`` keeps the trace's GPU counts and lets SMP choose
+the types and the GPUs.
+"""
+
+import math
+
+import numpy as np
+
+from .._validation import check_choice, check_positive_int, check_seed, is_real_scalar
+from ..errors import InvalidOptionError
+
+__all__ = ["SMPPolicy", "SMPRigidPolicy", "OUR_POLICIES", "ADMISSION"]
+
+#: Admission orders when more jobs are waiting than a Problem can hold.
+ADMISSION = ("las", "srpt", "fifo")
+#: Bandwidth (bytes/s) of the policy's Problem; the gradient sizes are fitted to it (see ``_comm_per_step``).
+_BANDWIDTH = 1e9
+
+
+class SMPPolicy:
+    """Each round, an SMP re-placement of the active jobs with free job sizes and mixed types.
+
+    Parameters
+    ----------
+    max_gpus : int
+        Most GPUs a job may get (default 8, the largest count Gavel measured).
+        A model with no multi-GPU figure in the table gets at most 1.
+    admission : {"las", "srpt", "fifo"}
+        Which jobs enter the round's Problem when they outnumber what it can
+        hold (one GPU each; their scale factors for ``"smp-rigid"``): least
+        attained service first, shortest remaining time first (default; the
+        remaining steps over the fastest rate the progress model allows on
+        the job's scale factor), or arrival order; ties by arrival then job
+        id.  The others wait this round.  docs/online.md §5.1 has the
+        measurement behind the default.
+    samples : int
+        SMP samples per round (default 16).
+    restart_candidates : int
+        SMP's ``restart_candidates`` (running jobs tried as the only restart
+        of a keep candidate, each a small SMP run of its own; default 2).
+    restart_floor : float
+        Seconds of restart the policy's Problem charges at least, even when
+        the restart model says 0 (default 10): without it a restart is free
+        to SMP and jobs move between equivalent GPUs every round for nothing.
+    seed : int
+        Base seed; round ``r`` uses ``seed * 1_000_003 + r``.  ``reset(seed=)``
+        from :func:`simulate` overrides it.
+
+    Notes
+    -----
+    The policy's model (hetplace's, docs/model.md §1): throughput of job i on
+    one GPU of type g = the table's 1-GPU steps/s times the batch; batch =
+    the model's per-GPU batch, times the smallest factor that lets it reach
+    its largest allowed size (a Problem job uses at most ``batch`` workers);
+    iterations = remaining steps;
+    communication per step fitted to the table's V100 scaling (least squares
+    of ``1/T(n) - 1/(n T(1))`` against the ring all-reduce factor
+    ``2 (n - 1) / n``, clipped at 0).  The simulator's progress model is what
+    counts; this is only how SMP ranks placements.
+    """
+
+    name = "smp"
+    rigid = False
+
+    def __init__(self, max_gpus=8, admission="srpt", samples=16, restart_candidates=2, restart_floor=10.0, seed=0):
+        self.max_gpus = check_positive_int("max_gpus", max_gpus, allow_none=False, maximum=4096)
+        self.admission = check_choice("admission", admission, ADMISSION)
+        self.samples = check_positive_int("samples", samples, allow_none=False)
+        self.seed = check_seed(seed) or 0
+        rc = restart_candidates
+        if isinstance(rc, bool) or not isinstance(rc, int) or rc < 0:
+            raise InvalidOptionError(f"restart_candidates must be an integer >= 0; got {rc!r}.")
+        self.restart_candidates = rc
+        if not is_real_scalar(restart_floor) or not (0 <= float(restart_floor) < math.inf):
+            raise InvalidOptionError(f"restart_floor must be a finite number of seconds >= 0; got {restart_floor!r}.")
+        self.restart_floor = float(restart_floor)
+        self._per_model = {}
+        self.decision_log = []  # (n_active, n_admitted) per round
+
+    def reset(self, seed=None):
+        if seed is not None:
+            self.seed = seed
+        self.decision_log = []
+
+    # ------------------------------------------------------------ per-model data
+    def _model_data(self, table, types, model):
+        key = (id(table), types, model)
+        d = self._per_model.get(key)
+        if d is None:
+            rho = np.array([table.samples_per_second(model, g) for g in types])
+            batch = table.per_gpu_batch(model)
+            multi = [n for n in table.gpu_counts if n > 1 and any(table.steps_per_second(model, g, n) > 0 for g in types)]
+            cap = max([1] + multi)
+            d = (rho, batch, cap, _comm_per_step(table, model, types))
+            self._per_model[key] = d
+        return d
+
+    def _bounds(self, job, cap):
+        hi = max(1, min(self.max_gpus, cap))
+        return 1, hi
+
+    def _order(self, state, jobs):
+        if self.admission == "fifo":
+            key = lambda s: (s.job.arrival, s.job.job_id)
+        elif self.admission == "las":
+            key = lambda s: (s.attained_service, s.job.arrival, s.job.job_id)
+        else:
+            prog = state.progress
+            key = lambda s: (s.remaining_steps / max(prog.bound(s.job.model, s.job.scale_factor), 1e-300),
+                             s.job.arrival, s.job.job_id)
+        return sorted(jobs, key=key)
+
+    def _admit(self, state, n_gpus):
+        """Jobs of this round's Problem, in priority order (first fit of their minimum sizes)."""
+        jobs = state.jobs
+        need = [self._bounds(s.job, self._model_data(state.table, self._types, s.job.model)[2])[0] for s in jobs]
+        if sum(need) <= n_gpus:
+            return list(jobs)
+        out, room = [], n_gpus
+        lo = dict(zip((s.job.job_id for s in jobs), need))
+        for s in self._order(state, jobs):
+            if lo[s.job.job_id] <= room:
+                out.append(s)
+                room -= lo[s.job.job_id]
+                if room == 0:
+                    break
+        return out
+
+    # ------------------------------------------------------------ decide
+    def decide(self, state):
+        from ..api import place
+        from ..problem import Problem
+
+        types = tuple(g for g in state.cluster if state.cluster[g] > 0)
+        self._types = types
+        counts = [state.cluster[g] for g in types]
+        K = sum(counts)
+        admitted = self._admit(state, K)
+        if not admitted:
+            return {}
+        S = len(admitted)
+        rho = np.empty((S, len(types)))
+        batch = np.empty(S)
+        iters = np.empty(S)
+        grad = np.empty(S)
+        lo = np.empty(S, dtype=np.int64)
+        hi = np.empty(S, dtype=np.int64)
+        rt = np.empty(S)
+        offset = dict(zip(types, np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(int)))
+        current = np.full(K, -1, dtype=np.int64)
+        for i, s in enumerate(admitted):
+            r, b, cap, comm = self._model_data(state.table, types, s.job.model)
+            lo[i], hi[i] = self._bounds(s.job, cap)
+            # a Problem job uses at most `batch` workers: the batch (and with it the samples/s, so that
+            # the JCTs stay steps / steps-per-second) is scaled to the largest size allowed
+            scale = max(1, -(-int(hi[i]) // int(b)))
+            rho[i], batch[i], grad[i] = r * scale, b * scale, comm * _BANDWIDTH
+            iters[i] = max(s.remaining_steps, 1e-9)
+            rt[i] = max(state.progress.restart_time(s.job.model), self.restart_floor)
+            for g, idx in s.gpus.items():
+                if g in offset:
+                    current[offset[g] + np.asarray(idx, dtype=np.int64)] = i
+        problem = Problem(rho, counts, batch, iters, grad_bytes=grad, bandwidth=_BANDWIDTH,
+                          min_workers=lo, max_workers=hi, current=current, restart_time=rt)
+        seed = (self.seed * 1_000_003 + state.round_index) % 2**64
+        pl = place(problem, method="smp", seed=seed, threads=1, samples=self.samples,
+                   restart_candidates=self.restart_candidates)
+        wj = pl.worker_job
+        wt = problem.worker_type
+        out = {}
+        busy = wj >= 0
+        cnt = np.zeros((S, len(types)), dtype=np.int64)
+        np.add.at(cnt, (wj[busy], wt[busy]), 1)
+        for i, s in enumerate(admitted):
+            alloc = {types[g]: int(cnt[i, g]) for g in range(len(types)) if cnt[i, g]}
+            if alloc:
+                out[s.job.job_id] = alloc
+        self.decision_log.append((len(state.jobs), S))
+        return out
+
+
+class SMPRigidPolicy(SMPPolicy):
+    """SMP with the trace's GPU counts: every job gets exactly its ``scale_factor`` GPUs; SMP picks types and GPUs.
+
+    Same parameters as :class:`SMPPolicy` (``max_gpus`` unused).  Admission:
+    jobs in the ``admission`` order, first fit while their scale factors fit
+    the cluster (a smaller job further down the order may fill what is left).
+    """
+
+    name = "smp-rigid"
+    rigid = True
+
+    def _bounds(self, job, cap):
+        return job.scale_factor, job.scale_factor
+
+
+def _comm_per_step(table, model, types):
+    """Seconds of communication per step, fitted to the table's multi-GPU scaling (0 when none is measured).
+
+    On the fastest type with multi-GPU figures, least squares of
+    ``1/T(n) - 1/(n T(1))`` against ``2 (n - 1) / n`` over the measured
+    ``n > 1``, clipped at 0 (a table that scales super-linearly gets none).
+    """
+    best, fit = -1.0, 0.0
+    for g in types:
+        t1 = table.steps_per_second(model, g, 1)
+        xs, ys = [], []
+        for n in table.gpu_counts:
+            tn = table.steps_per_second(model, g, n) if n > 1 else 0.0
+            if n > 1 and tn > 0 and t1 > 0:
+                xs.append(2.0 * (n - 1) / n)
+                ys.append(1.0 / tn - 1.0 / (n * t1))
+        if xs and t1 > best:
+            x, y = np.array(xs), np.array(ys)
+            best, fit = t1, max(0.0, float(x @ y / (x @ x)))
+    return fit if math.isfinite(fit) else 0.0
+
+
+OUR_POLICIES = {"smp": SMPPolicy, "smp-rigid": SMPRigidPolicy}

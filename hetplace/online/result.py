@@ -1,0 +1,172 @@
+"""Result of a simulation (docs/online.md §4): the per-job table and the figures of the contract."""
+
+import csv
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import MissingDependencyError
+
+__all__ = ["SimulationResult", "JOB_COLUMNS", "SUMMARY_KEYS"]
+
+#: Columns of :meth:`SimulationResult.job_rows` / the per-job CSV.
+JOB_COLUMNS = ("job_id", "model", "scale_factor", "arrival", "start", "finish", "jct", "gpu_seconds", "restarts",
+               "types", "max_gpus", "total_steps", "done_steps", "ftf", "measured")
+#: Keys of :meth:`SimulationResult.summary` (times in seconds).
+SUMMARY_KEYS = ("policy", "status", "n_jobs", "n_measured", "n_finished", "avg_jct", "p99_jct", "avg_jct_hours",
+                "makespan", "utilization", "ftf_mean", "ftf_worst", "restarts_per_job", "gpu_hours",
+                "decision_time_median", "decision_time_p95", "rounds", "round_s", "restart", "window", "seed",
+                "cluster")
+
+
+class SimulationResult:
+    """What :func:`hetplace.online.simulate` returns.
+
+    Attributes
+    ----------
+    policy : str
+    status : {"complete", "stalled"}
+        ``"stalled"``: the policy ran no job for :data:`~hetplace.online.simulator.STALL_ROUNDS`
+        rounds while jobs were waiting; job figures cover the finished jobs.
+    cluster : dict
+    window : (int, int) or None
+        The measured job ids ``first .. last - 1`` (None: all).
+    jobs : dict of ndarray
+        Per-job columns (:data:`JOB_COLUMNS`), every job of the trace in arrival order.
+    rounds : dict of ndarray
+        Per round: ``time`` (its start), ``busy`` (share of GPU-time in use),
+        ``active`` and ``running`` job counts, ``decision_time`` (seconds).
+    avg_jct, p99_jct : float
+        Mean and 99th percentile JCT (seconds) of the measured finished jobs.
+    makespan : float
+        Time the last measured job finished (seconds).
+    utilization : float
+        Busy GPU-seconds over ``n_gpus * end`` (``end``: the end of the last round simulated).
+    ftf_mean, ftf_worst : float
+        Finish-time fairness of the measured jobs: mean and maximum of
+        ``rho = JCT / JCT_isolated`` (docs/online.md §4).
+    restarts_per_job, gpu_hours : float
+    decision_time_median, decision_time_p95 : float
+        Seconds per call of ``policy.decide``.
+    """
+
+    def __init__(self, runs, cluster, policy, round_s, restart, window, rounds, status, progress, seed):
+        self.policy, self.cluster, self.round_s, self.window, self.status = policy, dict(cluster), round_s, window, status
+        self.restart = restart if isinstance(restart, (str, int, float)) else dict(restart)
+        self.seed = seed
+        self.rounds = rounds
+        K = sum(cluster.values())
+        n = len(runs)
+        jct = np.array([r.finish - r.job.arrival for r in runs])
+        measured = np.array([window is None or window[0] <= r.job.job_id < window[1] for r in runs])
+        ftf = np.full(n, math.nan)
+        for i, r in enumerate(runs):
+            if not math.isfinite(r.finish) or r.active_time <= 0:
+                continue
+            sf = r.job.scale_factor
+            share = np.array([cluster[g] for g in cluster], dtype=float) / (max(r.active_n_time / r.active_time, 1.0) * sf)
+            if share.sum() > 1:
+                share /= share.sum()
+            rates = np.array([progress.single_rates(r.job.model, g, sf)[sf] for g in cluster])
+            iso = float(share @ rates)
+            if iso > 0:
+                ftf[i] = jct[i] / (r.job.total_steps / iso)
+        self.jobs = {
+            "job_id": np.array([r.job.job_id for r in runs], dtype=np.int64),
+            "model": np.array([r.job.model for r in runs], dtype=object),
+            "scale_factor": np.array([r.job.scale_factor for r in runs], dtype=np.int64),
+            "arrival": np.array([r.job.arrival for r in runs]),
+            "start": np.array([r.start for r in runs]),
+            "finish": np.array([r.finish for r in runs]),
+            "jct": jct,
+            "gpu_seconds": np.array([r.gpu_seconds for r in runs]),
+            "restarts": np.array([r.restarts for r in runs], dtype=np.int64),
+            "types": np.array(["+".join(sorted(r.types)) for r in runs], dtype=object),
+            "max_gpus": np.array([r.max_gpus for r in runs], dtype=np.int64),
+            "total_steps": np.array([r.job.total_steps for r in runs]),
+            "done_steps": np.array([r.done for r in runs]),
+            "ftf": ftf,
+            "measured": measured,
+        }
+        fin = measured & np.isfinite(jct)
+        j = jct[fin]
+        self.n_jobs, self.n_measured, self.n_finished = n, int(measured.sum()), int(fin.sum())
+        self.avg_jct = float(j.mean()) if j.size else math.nan
+        self.p99_jct = float(np.percentile(j, 99)) if j.size else math.nan
+        self.makespan = float(np.nanmax(self.jobs["finish"][fin])) if j.size else math.nan
+        end = float(rounds["time"][-1] + round_s) if rounds["time"].size else 0.0
+        self.utilization = float(rounds["busy"].sum() * round_s / end) if end > 0 else math.nan
+        f = ftf[fin & np.isfinite(ftf)]
+        self.ftf_mean = float(f.mean()) if f.size else math.nan
+        self.ftf_worst = float(f.max()) if f.size else math.nan
+        self.restarts_per_job = float(self.jobs["restarts"][measured].mean())
+        self.gpu_hours = float(self.jobs["gpu_seconds"][measured].sum() / 3600.0)
+        d = rounds["decision_time"]
+        self.decision_time_median = float(np.median(d)) if d.size else math.nan
+        self.decision_time_p95 = float(np.percentile(d, 95)) if d.size else math.nan
+
+    def summary(self):
+        """The figures as a JSON-ready dict (:data:`SUMMARY_KEYS`; NaN as None)."""
+        out = {
+            "policy": self.policy, "status": self.status, "n_jobs": self.n_jobs, "n_measured": self.n_measured,
+            "n_finished": self.n_finished, "avg_jct": self.avg_jct, "p99_jct": self.p99_jct,
+            "avg_jct_hours": self.avg_jct / 3600.0, "makespan": self.makespan, "utilization": self.utilization,
+            "ftf_mean": self.ftf_mean, "ftf_worst": self.ftf_worst, "restarts_per_job": self.restarts_per_job,
+            "gpu_hours": self.gpu_hours, "decision_time_median": self.decision_time_median,
+            "decision_time_p95": self.decision_time_p95, "rounds": int(self.rounds["time"].size),
+            "round_s": self.round_s, "restart": self.restart, "window": list(self.window) if self.window else None,
+            "seed": self.seed, "cluster": self.cluster,
+        }
+        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in out.items()}
+
+    def job_rows(self):
+        """The per-job table as a list of dicts (:data:`JOB_COLUMNS`)."""
+        cols = [self.jobs[c].tolist() for c in JOB_COLUMNS]
+        return [dict(zip(JOB_COLUMNS, vals)) for vals in zip(*cols)]
+
+    def to_frame(self):
+        """The per-job table as a pandas DataFrame (needs pandas)."""
+        try:
+            import pandas as pd
+        except ImportError:
+            raise MissingDependencyError("to_frame() needs pandas: pip install pandas") from None
+        return pd.DataFrame({c: self.jobs[c] for c in JOB_COLUMNS})
+
+    def write_csv(self, path):
+        """Write the per-job table to ``path`` (CSV, :data:`JOB_COLUMNS`; empty cells for NaN)."""
+        with open(path, "w", newline="", encoding="utf-8") as f:
+            w = csv.writer(f)
+            w.writerow(JOB_COLUMNS)
+            for row in self.job_rows():
+                w.writerow(["" if isinstance(v, float) and math.isnan(v) else (repr(v) if isinstance(v, float) else v)
+                            for v in row.values()])
+        return Path(path)
+
+    def write(self, out_dir, stem=None):
+        """Write ``<stem>_jobs.csv``, ``<stem>_rounds.csv`` and ``<stem>_summary.json`` to ``out_dir``.
+
+        ``stem`` defaults to the policy name.  Returns ``{kind: path}``.
+        """
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        stem = stem or self.policy
+        paths = {"jobs": self.write_csv(out / f"{stem}_jobs.csv")}
+        p = out / f"{stem}_rounds.csv"
+        with open(p, "w", newline="", encoding="utf-8") as f:
+            w = csv.writer(f)
+            keys = list(self.rounds)
+            w.writerow(keys)
+            for vals in zip(*(self.rounds[k].tolist() for k in keys)):
+                w.writerow(vals)
+        paths["rounds"] = p
+        p = out / f"{stem}_summary.json"
+        p.write_text(json.dumps(self.summary(), indent=1) + "\n", encoding="utf-8")
+        paths["summary"] = p
+        return paths
+
+    def __repr__(self):
+        return (f"SimulationResult(policy={self.policy!r}, status={self.status!r}, jobs={self.n_finished}/"
+                f"{self.n_measured}, avg_jct={self.avg_jct / 3600:.2f} h, p99_jct={self.p99_jct / 3600:.2f} h, "
+                f"utilization={self.utilization:.3f}, restarts/job={self.restarts_per_job:.2f})")

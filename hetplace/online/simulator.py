@@ -1,0 +1,476 @@
+"""Round-driven cluster simulator (docs/online.md §3): cluster state, the policy loop, physical GPUs, restarts."""
+
+import inspect
+import math
+import numbers
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._validation import check_seed, is_real_scalar
+from ..errors import InvalidOptionError
+from .progress import ProgressModel
+from .trace import Job
+
+__all__ = ["JobState", "ClusterState", "simulate", "parse_cluster", "STALL_ROUNDS"]
+
+#: Consecutive rounds in which active jobs exist, none arrives and the policy runs none, after
+#: which :func:`simulate` gives up (``status="stalled"``).
+STALL_ROUNDS = 1000
+
+
+@dataclass(frozen=True)
+class JobState:
+    """An active job as a policy sees it.
+
+    Attributes
+    ----------
+    job : Job
+    done_steps : float
+        Steps run so far.
+    allocation : dict
+        ``{gpu_type: n_gpus}`` it held in the previous round (``{}``: none).
+    attained_service : float
+        GPU-seconds received so far (restarts included).
+    time_run : float
+        Seconds it has held GPUs.
+    rounds_on : dict
+        ``{gpu_type: rounds}`` it received on each type.
+    restarts : int
+        Restarts so far.
+    gpus : dict
+        ``{gpu_type: tuple of GPU indices}`` it held in the previous round
+        (indices ``0 .. cluster[type] - 1``).
+    restart_left : float
+        Seconds of a restart still to pay if it keeps its GPUs.
+    """
+
+    job: Job
+    done_steps: float
+    allocation: dict
+    attained_service: float
+    time_run: float
+    rounds_on: dict
+    restarts: int
+    gpus: dict = field(default_factory=dict)
+    restart_left: float = 0.0
+
+    @property
+    def remaining_steps(self):
+        """``job.total_steps - done_steps``."""
+        return self.job.total_steps - self.done_steps
+
+
+@dataclass(frozen=True)
+class ClusterState:
+    """What a policy sees at a round boundary.
+
+    Attributes
+    ----------
+    time : float
+        Seconds since the start of the trace.
+    round_s : float
+        Length of the round about to run.
+    cluster : dict
+        ``{gpu_type: n_gpus}``.
+    jobs : tuple of JobState
+        Active jobs (arrived, not finished), by ``job_id``.
+    progress : ProgressModel
+        The simulator's progress model (``progress.steps_per_second(model, {"v100": 2})``).
+    table : hetplace.data.GavelTable
+    round_index : int
+        0, 1, ... (rounds in which jobs were active).
+    """
+
+    time: float
+    round_s: float
+    cluster: dict
+    jobs: tuple
+    progress: ProgressModel
+    table: object
+    round_index: int = 0
+
+
+def parse_cluster(cluster, table=None):
+    """``{gpu_type: n_gpus}`` from a dict or a ``"v100=36,p100=36,k80=36"`` string, checked against ``table``."""
+    text = None
+    if isinstance(cluster, str):
+        text, out = cluster, {}
+        for part in filter(None, (p.strip() for p in cluster.split(","))):
+            name, sep, count = part.partition("=")
+            try:
+                value = int(count)
+            except ValueError:
+                value = None
+            if not sep or value is None:
+                raise InvalidOptionError(
+                    f"cluster={cluster!r}: {part!r} is not TYPE=COUNT; write e.g. 'v100=36,p100=36,k80=36'."
+                )
+            out[name.strip()] = value
+        cluster = out
+    if not isinstance(cluster, Mapping):
+        raise InvalidOptionError(
+            f"cluster must be a dict {{gpu_type: n_gpus}} such as {{'v100': 36, 'p100': 36, 'k80': 36}}; "
+            f"got {type(cluster).__name__}."
+        )
+    out = {}
+    for g, n in cluster.items():
+        if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral) or n < 0:
+            raise InvalidOptionError(f"cluster[{g!r}] must be a non-negative integer of GPUs; got {n!r}.")
+        if table is not None and g not in table.types:
+            raise InvalidOptionError(
+                f"cluster names GPU type {g!r}{f' (in {text!r})' if text else ''}, which the throughput table "
+                f"does not have; use {', '.join(table.types)}."
+            )
+        out[str(g)] = int(n)
+    if sum(out.values()) < 1:
+        raise InvalidOptionError(f"cluster must have at least one GPU; got {cluster!r}.")
+    return out
+
+
+def _trace_iv(trace, table):
+    if isinstance(trace, (str, bytes)) or not isinstance(trace, Sequence) or not trace:
+        raise InvalidOptionError(
+            "trace must be a non-empty sequence of hetplace.online.Job (gavel_trace(...) or read_trace(path)); "
+            f"got {type(trace).__name__}{'' if trace else ' (empty)'}."
+        )
+    ids = set()
+    for j in trace:
+        if not isinstance(j, Job):
+            raise InvalidOptionError(f"trace must hold hetplace.online.Job objects; got {type(j).__name__}.")
+        if j.job_id in ids:
+            raise InvalidOptionError(f"trace has job_id {j.job_id} twice; job ids must be distinct.")
+        ids.add(j.job_id)
+        if not (math.isfinite(j.arrival) and j.arrival >= 0 and math.isfinite(j.total_steps) and j.total_steps > 0):
+            raise InvalidOptionError(
+                f"trace job {j.job_id} needs a finite arrival >= 0 and total_steps > 0; got {j.arrival!r}, "
+                f"{j.total_steps!r}."
+            )
+    for model in {j.model for j in trace}:
+        if model not in table.models:
+            raise InvalidOptionError(f"trace model {model!r} is not in the throughput table {table.path}.")
+    return sorted(trace, key=lambda j: (j.arrival, j.job_id))
+
+
+def _measure_iv(measure, trace):
+    if measure is None:
+        return None
+    if (isinstance(measure, (str, bytes)) or not isinstance(measure, Sequence) or len(measure) != 2
+            or not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in measure)
+            or not measure[0] < measure[1]):
+        raise InvalidOptionError(
+            f"measure must be None or (first, last) job ids with first < last (jobs first..last-1 are measured, "
+            f"e.g. (4000, 5000)); got {measure!r}."
+        )
+    first, last = int(measure[0]), int(measure[1])
+    if not any(first <= j.job_id < last for j in trace):
+        raise InvalidOptionError(
+            f"measure={measure!r} holds no job of the trace (job ids {min(j.job_id for j in trace)}.."
+            f"{max(j.job_id for j in trace)}); pick a window inside them."
+        )
+    return first, last
+
+
+class _Run:
+    """Mutable per-job record of the simulator."""
+
+    __slots__ = ("job", "done", "alloc", "gpus", "attained", "time_run", "rounds_on", "restarts", "restart_left",
+                 "start", "finish", "gpu_seconds", "types", "active_n_time", "active_time", "max_gpus")
+
+    def __init__(self, job):
+        self.job = job
+        self.done = 0.0
+        self.alloc = {}
+        self.gpus = {}
+        self.attained = 0.0
+        self.time_run = 0.0
+        self.rounds_on = {}
+        self.restarts = 0
+        self.restart_left = 0.0
+        self.start = math.nan
+        self.finish = math.nan
+        self.gpu_seconds = 0.0
+        self.types = set()
+        self.active_n_time = 0.0
+        self.active_time = 0.0
+        self.max_gpus = 0
+
+    def state(self):
+        return JobState(self.job, self.done, dict(self.alloc), self.attained, self.time_run, dict(self.rounds_on),
+                        self.restarts, {g: tuple(v) for g, v in self.gpus.items()}, self.restart_left)
+
+
+def _policy_name(policy):
+    return getattr(policy, "name", type(policy).__name__)
+
+
+def _check_decision(decision, policy, active, cluster):
+    """The policy's output as ``{job_id: {type: n}}`` without empty entries, or InvalidOptionError."""
+    name = _policy_name(policy)
+    if not isinstance(decision, Mapping):
+        raise InvalidOptionError(
+            f"policy {name!r} returned {type(decision).__name__} from decide(); it must return a dict "
+            "{job_id: {gpu_type: n_gpus}}."
+        )
+    used = dict.fromkeys(cluster, 0)
+    out = {}
+    for jid, alloc in decision.items():
+        if jid not in active:
+            raise InvalidOptionError(
+                f"policy {name!r} allocated GPUs to job {jid!r}, which is not active (arrived and unfinished) at "
+                "this round; allocate only to the job ids of state.jobs."
+            )
+        if not isinstance(alloc, Mapping):
+            raise InvalidOptionError(
+                f"policy {name!r} gave job {jid} {alloc!r}; each value must be a dict {{gpu_type: n_gpus}}."
+            )
+        clean = {}
+        for g, n in alloc.items():
+            if g not in cluster:
+                raise InvalidOptionError(
+                    f"policy {name!r} gave job {jid} GPUs of type {g!r}, which the cluster does not have "
+                    f"({', '.join(cluster)})."
+                )
+            if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral) or n < 0:
+                raise InvalidOptionError(
+                    f"policy {name!r} gave job {jid} {n!r} GPUs of type {g!r}; counts must be non-negative integers."
+                )
+            if n:
+                clean[g] = int(n)
+                used[g] += int(n)
+        if clean:
+            out[jid] = clean
+    over = [g for g in cluster if used[g] > cluster[g]]
+    if over:
+        g = over[0]
+        raise InvalidOptionError(
+            f"policy {name!r} allocated {used[g]} GPUs of type {g!r}, more than the cluster's {cluster[g]}; "
+            "the allocations of one round must fit the cluster."
+        )
+    return out
+
+
+def _reset(policy, seed):
+    reset = getattr(policy, "reset", None)
+    if reset is None:
+        return
+    try:
+        params = inspect.signature(reset).parameters
+    except (TypeError, ValueError):
+        params = {}
+    if "seed" in params:
+        reset(seed=seed)
+    else:
+        reset()
+
+
+def simulate(trace, cluster, policy, round_s=360, restart="none", table=None, measure=None, seed=0, progress=True):
+    """Simulate ``policy`` on ``trace`` on ``cluster``, round by round.
+
+    Parameters
+    ----------
+    trace : sequence of Job
+        :func:`gavel_trace` or :func:`read_trace`.
+    cluster : dict or str
+        ``{gpu_type: n_gpus}``, e.g. ``{"v100": 36, "p100": 36, "k80": 36}``, or
+        ``"v100=36,p100=36,k80=36"``.
+    policy : str or policy object
+        A name of :func:`hetplace.online.make_policy`, or an object with
+        ``name`` and ``decide(state) -> {job_id: {gpu_type: n_gpus}}``
+        (optionally ``reset()`` or ``reset(seed=...)``, called first).
+    round_s : float
+        Round length in seconds (Gavel: 360).
+    restart : "none", float or dict
+        Restart model of :class:`ProgressModel`.
+    table : hetplace.data.GavelTable, optional
+        Default: the table shipped with hetplace.
+    measure : (int, int), optional
+        Job ids ``first .. last - 1`` whose figures the result reports; the
+        simulation stops once they have all finished (Gavel's window, e.g.
+        ``(4000, 5000)``).  Default: every job, run to the end.
+    seed : int
+        Passed to ``policy.reset(seed=...)`` when it takes one.
+    progress : bool
+        Progress bar on stderr (tqdm if installed, else a counter).
+
+    Returns
+    -------
+    SimulationResult
+
+    Raises
+    ------
+    InvalidOptionError
+        Bad trace, cluster (e.g. a GPU type the table lacks), round, restart
+        model, measure window, policy name, or a policy output that does not fit
+        (unknown job, unknown type, negative or non-integer count, a type over
+        its capacity); the message names the policy.
+
+    Notes
+    -----
+    At every round boundary the jobs that have arrived join; the policy
+    decides; each running job pays what is left of a restart, then advances
+    at ``progress.steps_per_second(model, allocation)`` and finishes at the
+    exact moment its steps run out (its GPUs stay idle for the rest of the
+    round).  docs/online.md §3.
+    """
+    from ..data import GavelTable, load_gavel
+    from . import make_policy
+    from .result import SimulationResult
+
+    if table is None:
+        table = load_gavel()
+    elif not isinstance(table, GavelTable):
+        raise InvalidOptionError(f"table must be a hetplace.data.GavelTable or None; got {type(table).__name__}.")
+    cluster = parse_cluster(cluster, table)
+    if not is_real_scalar(round_s) or not (0 < float(round_s) < math.inf):
+        raise InvalidOptionError(f"round_s must be a positive, finite number of seconds; got {round_s!r}.")
+    round_s = float(round_s)
+    seed = check_seed(seed)
+    if not isinstance(progress, (bool, np.bool_)):
+        raise InvalidOptionError(f"progress must be True or False; got {progress!r}.")
+    model = ProgressModel(table, restart)
+    jobs = _trace_iv(trace, table)
+    window = _measure_iv(measure, jobs)
+    if isinstance(policy, str):
+        policy = make_policy(policy)
+    elif not callable(getattr(policy, "decide", None)):
+        raise InvalidOptionError(
+            f"policy must be a policy name (hetplace.online.POLICIES) or an object with decide(state); got "
+            f"{type(policy).__name__}."
+        )
+    _reset(policy, seed)
+
+    from ..bench import _Progress
+
+    target = [j for j in jobs if window is None or window[0] <= j.job_id < window[1]]
+    bar = _Progress(len(target), bool(progress), desc=f"simulate {_policy_name(policy)}", unit="job")
+    runs = {j.job_id: _Run(j) for j in jobs}
+    to_finish = {j.job_id for j in target}
+    owner = {g: np.full(n, -1, dtype=np.int64) for g, n in cluster.items()}
+    K = sum(cluster.values())
+    active = {}  # job_id -> _Run, arrival order
+    nxt = 0
+    t = 0.0
+    rnd = 0
+    stall = 0
+    status = "complete"
+    rounds = {"time": [], "busy": [], "active": [], "running": [], "decision_time": []}
+    restart_of = {m: model.restart_time(m) for m in {j.model for j in jobs}}
+    try:
+        while to_finish:
+            while nxt < len(jobs) and jobs[nxt].arrival <= t:
+                active[jobs[nxt].job_id] = runs[jobs[nxt].job_id]
+                nxt += 1
+            if not active:
+                if nxt >= len(jobs):
+                    break
+                t = math.ceil(jobs[nxt].arrival / round_s) * round_s
+                if t < jobs[nxt].arrival:  # rounding of the ceil
+                    t += round_s
+                continue
+            state = ClusterState(t, round_s, dict(cluster), tuple(r.state() for r in active.values()), model, table, rnd)
+            t0 = time.perf_counter()
+            decision = policy.decide(state)
+            dt = time.perf_counter() - t0
+            decision = _check_decision(decision, policy, active, cluster)
+            _map_gpus(decision, active, owner, t, restart_of)
+            busy, running = 0.0, 0
+            n_active = len(active)
+            done_now = []
+            for jid, run in active.items():
+                alloc = run.alloc
+                held = round_s
+                if alloc:
+                    running += 1
+                    n = sum(alloc.values())
+                    avail = round_s
+                    if run.restart_left > 0:
+                        use = min(run.restart_left, round_s)
+                        run.restart_left -= use
+                        avail -= use
+                    rate = model.steps_per_second(run.job.model, alloc)
+                    need = run.job.total_steps - run.done
+                    if rate > 0 and avail > 0 and need <= rate * avail * (1 + 1e-12):
+                        held = (round_s - avail) + min(need / rate, avail)
+                        run.done = run.job.total_steps
+                        run.finish = t + held
+                        done_now.append(jid)
+                    elif avail > 0:
+                        run.done += rate * avail
+                    run.time_run += held
+                    run.attained += n * held
+                    run.gpu_seconds += n * held
+                    busy += n * held
+                    for g in alloc:
+                        run.rounds_on[g] = run.rounds_on.get(g, 0) + 1
+                run.active_n_time += n_active * held
+                run.active_time += held
+            for jid in done_now:
+                run = active.pop(jid)
+                for g, idx in run.gpus.items():
+                    owner[g][list(idx)] = -1
+                run.gpus, run.alloc = {}, {}
+                if jid in to_finish:
+                    to_finish.discard(jid)
+                    bar.tick()
+            rounds["time"].append(t)
+            rounds["busy"].append(busy / (K * round_s))
+            rounds["active"].append(n_active)
+            rounds["running"].append(running)
+            rounds["decision_time"].append(dt)
+            stall = stall + 1 if (running == 0 and (nxt >= len(jobs) or jobs[nxt].arrival > t + round_s)) else 0
+            if stall >= STALL_ROUNDS:
+                status = "stalled"
+                break
+            t += round_s
+            rnd += 1
+    finally:
+        bar.close()
+    return SimulationResult(
+        runs=[runs[j.job_id] for j in jobs], cluster=cluster, policy=_policy_name(policy), round_s=round_s,
+        restart=restart, window=window, rounds={k: np.asarray(v) for k, v in rounds.items()}, status=status,
+        progress=model, seed=seed,
+    )
+
+
+def _map_gpus(decision, active, owner, t, restart_of):
+    """Update every active job's ``alloc`` and physical ``gpus`` from ``decision``; count restarts.
+
+    A job whose counts per type are unchanged keeps its GPUs; the others
+    first take back their own previous GPUs of a type that are still free,
+    then the lowest free indices.  A job that held GPUs before and whose GPU
+    set changes (other GPUs, more, fewer, or none to some) restarts.
+    """
+    moved = []
+    for jid, run in active.items():
+        new = decision.get(jid, {})
+        if new == run.alloc:
+            continue
+        for g, idx in run.gpus.items():  # release first, so movers can take them
+            owner[g][list(idx)] = -1
+        moved.append((run, new))
+    for run, new in moved:
+        before = run.gpus
+        gpus = {}
+        for g, n in new.items():
+            free_own = [k for k in before.get(g, ()) if owner[g][k] < 0][:n]
+            take = list(free_own)
+            if len(take) < n:
+                free = np.flatnonzero(owner[g] < 0)
+                if free_own:
+                    free = free[~np.isin(free, free_own)]
+                take.extend(int(k) for k in free[: n - len(take)])
+            owner[g][take] = run.job.job_id
+            gpus[g] = tuple(sorted(take))
+        changed = {g: set(v) for g, v in gpus.items()} != {g: set(v) for g, v in before.items()}
+        if new and run.time_run > 0 and changed:
+            run.restarts += 1
+            run.restart_left = restart_of[run.job.model]
+        if new and math.isnan(run.start):
+            run.start = t
+        run.gpus, run.alloc = gpus, dict(new)
+        if new:
+            run.types.update(new)
+            run.max_gpus = max(run.max_gpus, sum(new.values()))
