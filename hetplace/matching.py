@@ -25,6 +25,7 @@ import numbers
 
 import numpy as np
 
+from ._result import Result
 from ._validation import REAL_MAX, REAL_MIN, as_real_array, check_real_range, exact_int_sum
 from .errors import (
     InvalidOptionError,
@@ -77,7 +78,7 @@ _MAX_ROUNDS_LIMIT = 10_000
 # ----------------------------------------------------------------------------
 
 
-class MatchingResult:
+class MatchingResult(Result):
     """Outcome of :func:`deferred_acceptance`.
 
     Attributes
@@ -109,6 +110,8 @@ class MatchingResult:
         ``status == "optimal"``.
     message : str
         Human-readable status.
+    info : dict
+        Empty (the common field of every result, :class:`hetplace._result.Result`).
     form : str
         ``"price"`` or ``"ordinal"``.
     rounds : int
@@ -121,8 +124,10 @@ class MatchingResult:
         Backend that ran the kernel.
     """
 
-    def __init__(self, **fields):
-        self.__dict__.update(fields)
+    FIELDS = ("worker_job", "prices", "job_prices", "idle_price", "welfare", "bound", "form", "rounds", "bids",
+              "backend")
+    STATUSES = ("optimal", "infeasible")
+    SUCCESS = ("optimal",)
 
     def __repr__(self):
         return (
@@ -131,11 +136,15 @@ class MatchingResult:
         )
 
 
-class MarketResult:
+class MarketResult(Result):
     """Outcome of :func:`market_category` (one SMP category).
 
     Attributes
     ----------
+    status : str
+        ``"filled"`` (every job got exactly ``sizes[i]`` workers) or
+        ``"unfilled"``; ``success`` is ``status == "filled"``.
+    message : str
     worker_job : ndarray of int64, shape (K,)
         Best assignment seen (job per worker, -1 idle).
     total_jct : float
@@ -145,16 +154,19 @@ class MarketResult:
     mean_jct : float
         ``total_jct / S``.
     filled : bool
-        Every job got exactly ``sizes[i]`` workers.
+        ``success`` (kept for callers of the 0.x API).
     rounds : int
         Market solves performed.
     bids : int
         Proposals over all rounds (see :class:`MatchingResult`).
     form, backend : str
+    info : dict
+        Empty (the common field of every result).
     """
 
-    def __init__(self, **fields):
-        self.__dict__.update(fields)
+    FIELDS = ("worker_job", "total_jct", "mean_jct", "filled", "rounds", "bids", "form", "backend")
+    STATUSES = ("filled", "unfilled")
+    SUCCESS = ("filled",)
 
     def __repr__(self):
         return (
@@ -583,7 +595,6 @@ def deferred_acceptance(
         welfare=welfare,
         bound=bound,
         status=st,
-        success=st == "optimal",
         message=msg,
         form=form,
         rounds=int(stats[0]),
@@ -832,11 +843,14 @@ def market_category(
                                        np.empty(ni, dtype=np.int64))
     busy = worker_job >= 0
     counts = np.bincount(worker_job[busy], minlength=S)
+    filled = bool((counts == n).all())
     return MarketResult(
+        status="filled" if filled else "unfilled",
+        message="every job got its size" if filled else "some job did not get its size (see filled, worker_job)",
         worker_job=worker_job,
         total_jct=float(total),
         mean_jct=float(total) / S,
-        filled=bool((counts == n).all()),
+        filled=filled,
         rounds=int(stats[0]),
         bids=int(stats[1]),
         form=form,

@@ -336,8 +336,14 @@ class Placement:
 
     @property
     def status(self):
-        """Always ``"feasible"`` for a Placement; solvers report optimality on their result."""
-        return "feasible"
+        """``"optimal"`` when the method that built it proved it optimal, else ``"feasible"``.
+
+        A placement is always feasible (the constructor checks it).
+        ``place(method="exact")`` (and ``"auto"`` when it ran the exact DP)
+        proves optimality when the solver's status is ``"optimal"``
+        (``info["status"]``); every other method gives ``"feasible"``.
+        """
+        return "optimal" if self.info.get("status") == "optimal" and self.method in ("exact", "auto") else "feasible"
 
     def gap_to(self, reference):
         """Relative gap ``mean_jct / reference - 1`` to a reference mean JCT.
