@@ -189,39 +189,11 @@ def _choice(name, value, choices):
 
 
 def _kernels(backend):
-    """Resolve ``backend`` to ``(name, kernel module)``."""
-    _choice("backend", backend, BACKENDS)
-    if backend == "python":
-        from ._core import _matching_py
+    """Resolve ``backend`` to ``(name, kernels)`` from the backend registry (:mod:`hetplace._core._registry`).
 
-        return "python", _matching_py
-    if backend in ("auto", "cython"):
-        try:
-            from ._core import _matching as cy
-        except ImportError as exc:
-            from ._core import missing_compiled_message, warn_missing_compiled
-
-            if backend == "cython":
-                raise MissingDependencyError(missing_compiled_message("_matching", exc, "backend='cython'")) from None
-            warn_missing_compiled("_matching", exc)
-        else:
-            return "cython", cy
-    try:
-        from ._core import _matching_nb
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise MissingDependencyError(
-            f"backend={backend!r} needs numba ({exc}); install it with `pip install numba`, "
-            "or pass backend='python'."
-        ) from None
-    return "numba", _matching_nb
-
-
-def _ordinal_kernel(backend):
-    """Resolve ``backend`` for the ordinal form: ``(name, ordinal_match)`` from the backend registry.
-
-    The same rules as :func:`_kernels`: ``"auto"`` is Cython when its
-    extensions are built (else Numba, with the package's warning), and an
-    explicit ``"cython"`` that is not built raises ``MissingDependencyError``.
+    ``"auto"`` is Cython when its extensions are built (else Numba, with the
+    package's warning), and an explicit ``"cython"`` that is not built raises
+    ``MissingDependencyError``.
     """
     from ._core import _registry
 
@@ -247,7 +219,7 @@ def _ordinal_kernel(backend):
             f"backend={backend!r} needs numba ({exc}); install it with `pip install numba`, "
             "or pass backend='python'."
         ) from None
-    return name, table.ordinal_match
+    return name, table
 
 
 def _float_matrix(value, name, what):
@@ -523,7 +495,7 @@ def deferred_acceptance(
             "worker_rank applies to form='ordinal' only (the price form ranks by value); "
             "drop it or pass form='ordinal'."
         )
-    name, mod = _kernels(backend) if form == "price" else _ordinal_kernel(backend)
+    name, mod = _kernels(backend)
     worker_job = np.empty(K, dtype=np.int64)
     stats = np.zeros(2, dtype=np.int64)
     if form == "price":
@@ -560,7 +532,7 @@ def deferred_acceptance(
             rank, div = vals, _default_rank_div(v, mask)
         else:
             rank, div = np.ascontiguousarray(_worker_rank_iv(worker_rank, mask)), np.ones(S)
-        status = mod(vals, -math.inf, rank, div, caps, worker_job, stats)
+        status = mod.ordinal_match(vals, -math.inf, rank, div, caps, worker_job, stats)
         prices = q = idle_price = bound = None
     busy = np.flatnonzero(worker_job >= 0)
     welfare = float(v[worker_job[busy], busy].sum()) if busy.size else 0.0
@@ -830,17 +802,14 @@ def market_category(
         order_len = np.zeros(1, dtype=np.int64)
         worker_rank = np.zeros((1, 1))
     else:
-        job_order = np.empty((S, K), dtype=np.int64)
-        order_len = np.empty(S, dtype=np.int64)
-        worker_rank = np.empty((S, K))
-        mod.job_order_kernel(rho, 0.0, job_order, order_len, np.empty(K, dtype=np.int64))
-        mod.relative_rank_kernel(rho, worker_rank)
+        job_order, order_len, worker_rank = mod.ordinal_preferences(rho)
     nf, ni = mod.market_workspace_size(S, K)
     worker_job = np.empty(K, dtype=np.int64)
     stats = np.zeros(2, dtype=np.int64)
-    total = mod.market_category_kernel(rho, w, c, n, form_id, max_rounds, job_order, order_len,
-                                       worker_rank, worker_job, stats, np.empty(nf),
-                                       np.empty(ni, dtype=np.int64))
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # IEEE, as compiled (docs of _core._jit)
+        total = mod.market_category_kernel(rho, w, c, n, form_id, max_rounds, job_order, order_len,
+                                           worker_rank, worker_job, stats, np.empty(nf),
+                                           np.empty(ni, dtype=np.int64))
     busy = worker_job >= 0
     counts = np.bincount(worker_job[busy], minlength=S)
     filled = bool((counts == n).all())

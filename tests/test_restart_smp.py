@@ -277,3 +277,16 @@ def test_smp_near_brute_force_with_per_worker_speeds(event):
         assert pl.mean_jct >= exact.objective * (1 - 1e-9)
         gaps.append(pl.mean_jct / exact.objective - 1)
     assert np.mean(gaps) <= 0.005 and np.max(gaps) <= 0.0204
+
+
+@pytest.mark.parametrize("event", ["arrival", "departure"])
+def test_speed_buckets_leave_kept_jobs_alone_even_when_a_bucket_is_all_kept(event):
+    # regression: _sort_buckets indexed an empty bucket (IndexError) once kept jobs' workers were left out
+    p = replacement_instance(5, 1024, 64, TABLE, family="speeds", event=event)
+    pl = hp.place(p, method="smp", seed=0)
+    assert pl.info["speed_buckets"] == 3  # the approximate bucket path ran
+    kept = p.running & ~pl.restarted
+    assert kept.sum() >= p.running.sum() - 8
+    for i in np.flatnonzero(kept):
+        assert np.array_equal(np.flatnonzero(pl.worker_job == i), np.flatnonzero(p.current == i))
+    assert pl.mean_jct <= hp.place(p, method="keep-greedy").mean_jct * (1 + 1e-12)

@@ -28,11 +28,15 @@ BACKENDS = ("cython", "numba", "python")
 _SINGLE_SOURCE = {
     "_polish": ("polish", "polish_rows", "polish_classes", "polish_rows_classes", "keep_rows", "expand_keep"),
     "_ordinal": ("ordinal_match",),
+    "_market": ("FORM_PRICE", "FORM_ORDINAL", "auction_workspace_size", "market_workspace_size",
+                "class_market_workspace_size", "auction_kernel", "ordinal_preferences", "market_category_kernel",
+                "class_market_kernel", "run_samples", "run_samples_classes"),
     "_categories": ("rank_category", "unrank_category", "unrank_categories", "enumerate_categories",
                     "sample_uniform_reservoir", "sample_uniform_direct", "sample_weighted_enum",
                     "sample_weighted_perturb"),
 }
-#: Cython-only extensions the compiled backend also needs (their kernels are not registered yet).
+#: Cython-only extensions the compiled backend also needs: ``_smp`` holds OpenMP's thread
+#: limit (``max_threads``), which Cython's pure-Python mode cannot reach portably.
 _CYTHON_EXTRAS = ("_smp",)
 
 #: The names every ``kernels(backend)`` namespace has.

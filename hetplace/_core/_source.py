@@ -158,13 +158,21 @@ def _numba_shim(numba, np):
     return shim
 
 
-def _importer(shim, parallel_module):
-    """``__import__`` of a single-source module: ``cython`` names from the shim, the rest as usual."""
+def _importer(shim, parallel_module, backend):
+    """``__import__`` of a single-source module: ``cython`` names from the shim, the rest as usual.
+
+    ``from cython.cimports.hetplace._core.<name> import f`` (a kernel of another
+    single-source module, declared in its ``.pxd`` for Cython) imports ``f`` from
+    :func:`load` ``(<name>, backend)``: the same backend's compilation.
+    """
     real = builtins.__import__
+    cimports = "cython.cimports." + __package__ + "."
 
     def _import(name, globals=None, locals=None, fromlist=(), level=0):
         if level == 0 and name == "cython":
             return shim
+        if level == 0 and name.startswith(cimports) and fromlist:
+            return load(name[len(cimports):], backend)
         if level == 0 and name == "cython.parallel":
             return parallel_module if fromlist else shim
         if level == 0 and name in shim.libc:
@@ -270,7 +278,7 @@ def load(name, backend):
         parallel = _SHIM.parallel
     module = types.ModuleType(f"{__package__}.{name}_{backend}", f"{name}.py compiled for backend={backend!r} (see _source).")
     module.__file__ = path
-    module.__dict__["__builtins__"] = dict(builtins.__dict__, __import__=_importer(shim, parallel))
+    module.__dict__["__builtins__"] = dict(builtins.__dict__, __import__=_importer(shim, parallel, backend))
     exec(compile(tree, path, "exec"), module.__dict__)
     if backend == "numba":
         for fname, (par, inline) in kernels.items():
