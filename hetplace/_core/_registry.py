@@ -31,6 +31,9 @@ _SINGLE_SOURCE = {
     "_market": ("FORM_PRICE", "FORM_ORDINAL", "auction_workspace_size", "market_workspace_size",
                 "class_market_workspace_size", "auction_kernel", "ordinal_preferences", "market_category_kernel",
                 "class_market_kernel", "run_samples", "run_samples_classes"),
+    "_categories": ("rank_category", "unrank_category", "unrank_categories", "enumerate_categories",
+                    "sample_uniform_reservoir", "sample_uniform_direct", "sample_weighted_enum",
+                    "sample_weighted_perturb"),
 }
 #: Cython-only extensions the compiled backend also needs: ``_smp`` holds OpenMP's thread
 #: limit (``max_threads``), which Cython's pure-Python mode cannot reach portably.
