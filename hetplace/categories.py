@@ -49,7 +49,6 @@ from .errors import (
     InvalidOptionError,
     InvalidProblemError,
     InvalidProblemTypeError,
-    MissingDependencyError,
 )
 
 __all__ = [
@@ -187,30 +186,11 @@ def _check_seed(seed):
 
 
 def _backend(backend):
-    """Resolve ``backend`` to ``(name, kernels)``, the backend registry's namespace of that backend.
-
-    ``"auto"`` is Cython when its extensions are built (else Numba, with the
-    package's warning); an explicit ``"cython"`` that is not built raises
-    ``MissingDependencyError`` (as :mod:`hetplace.matching` does).
-    """
+    """Resolve ``backend`` to ``(name, kernels)`` by the backend registry (:func:`hetplace._core._registry.resolve`)."""
     from ._core import _registry
 
     _check_choice(backend, "backend", _BACKENDS)
-    name = backend
-    if backend in ("auto", "cython"):
-        missing = _registry.unavailable("cython")
-        if missing is None:
-            name = "cython"
-        elif backend == "cython":
-            from ._core import missing_compiled_message
-
-            raise MissingDependencyError(missing_compiled_message(*missing, what="backend='cython'")) from None
-        else:
-            from ._core import warn_missing_compiled
-
-            warn_missing_compiled(*missing)
-            name = "numba"
-    return name, _registry.kernels(name)
+    return _registry.resolve(backend)
 
 
 def _exact_kernels():

@@ -32,7 +32,6 @@ from .errors import (
     InvalidPlacementError,
     InvalidProblemError,
     InvalidProblemTypeError,
-    MissingDependencyError,
 )
 
 __all__ = [
@@ -181,37 +180,11 @@ class MarketResult(Result):
 
 
 def _kernels(backend):
-    """Resolve ``backend`` to ``(name, kernels)`` from the backend registry (:mod:`hetplace._core._registry`).
-
-    ``"auto"`` is Cython when its extensions are built (else Numba, with the
-    package's warning), and an explicit ``"cython"`` that is not built raises
-    ``MissingDependencyError``.
-    """
+    """Resolve ``backend`` to ``(name, kernels)`` by the backend registry (:func:`hetplace._core._registry.resolve`)."""
     from ._core import _registry
 
     backend = check_choice("backend", backend, BACKENDS)
-    name = backend
-    if backend in ("auto", "cython"):
-        missing = _registry.unavailable("cython")
-        if missing is None:
-            name = "cython"
-        elif backend == "cython":
-            from ._core import missing_compiled_message
-
-            raise MissingDependencyError(missing_compiled_message(*missing, what="backend='cython'")) from None
-        else:
-            from ._core import warn_missing_compiled
-
-            warn_missing_compiled(*missing)
-            name = "numba"
-    try:
-        table = _registry.kernels(name)
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise MissingDependencyError(
-            f"backend={backend!r} needs numba ({exc}); install it with `pip install numba`, "
-            "or pass backend='python'."
-        ) from None
-    return name, table
+    return _registry.resolve(backend)
 
 
 def _float_matrix(value, name, what):

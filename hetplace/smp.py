@@ -220,19 +220,14 @@ def _cython_available(warn=True):
 
 
 def resolve_backend(backend):
-    """``"auto"`` -> ``"cython"`` when its extensions are built, else ``"numba"``.
+    """``"auto"`` -> ``"cython"`` when its extensions are built, else ``"numba"`` (the registry's rule).
 
-    Raises :class:`InvalidOptionError` (the registry's message) for
-    ``"cython"`` when they are not.
+    Raises :class:`~hetplace.errors.BackendUnavailableError` for ``"cython"``
+    when they are not.
     """
-    backend = check_choice("backend", backend, BACKENDS)
-    if backend == "auto":
-        return "cython" if _cython_available() else "numba"
-    if backend == "cython":
-        from ._core import _registry
+    from ._core import _registry
 
-        _registry.kernels("cython")  # raises when not available
-    return backend
+    return _registry.resolve(check_choice("backend", backend, BACKENDS))[0]
 
 
 def _iv(problem, options):

@@ -19,7 +19,7 @@ not available -- the one error and message for that case.
 import importlib
 import types
 
-__all__ = ["BACKENDS", "KERNEL_NAMES", "kernels", "unavailable"]
+__all__ = ["BACKENDS", "KERNEL_NAMES", "kernels", "resolve", "unavailable"]
 
 #: Every backend, in the order "auto" tries them.
 BACKENDS = ("cython", "numba", "python")
@@ -78,16 +78,16 @@ def kernels(backend):
 
     Raises
     ------
-    InvalidOptionError
+    BackendUnavailableError
         ``backend`` is ``"cython"`` and its extensions are not built (or a
         build failed and left plain Python in their place).
     """
     missing = unavailable(backend)  # every time (a few dict look-ups): an extension can go missing
     if missing is not None:
-        from ..errors import InvalidOptionError
+        from ..errors import BackendUnavailableError
         from . import missing_compiled_message
 
-        raise InvalidOptionError(missing_compiled_message(missing[0], missing[1], what=f"backend={backend!r}"))
+        raise BackendUnavailableError(missing_compiled_message(missing[0], missing[1], what=f"backend={backend!r}"))
     if backend in _cache:
         return _cache[backend]
     if backend == "cython":
@@ -102,3 +102,26 @@ def kernels(backend):
             setattr(table, k, getattr(modules[name], k))
     _cache[backend] = table
     return table
+
+
+def resolve(backend):
+    """``(name, kernels(name))`` for a validated ``backend`` of ``BACKENDS`` or ``"auto"``.
+
+    ``"auto"`` is ``"cython"`` when its extensions are built, else ``"numba"``
+    with the package's one warning (:func:`hetplace._core.warn_missing_compiled`);
+    an explicit ``"cython"`` that is not built raises
+    :class:`~hetplace.errors.BackendUnavailableError` (from :func:`kernels`).
+    The one backend resolution of the package: SMP, the categories and the
+    matching all call it.
+    """
+    name = backend
+    if backend == "auto":
+        missing = unavailable("cython")
+        if missing is None:
+            name = "cython"
+        else:
+            from . import warn_missing_compiled
+
+            warn_missing_compiled(*missing)
+            name = "numba"
+    return name, kernels(name)
