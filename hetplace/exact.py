@@ -613,7 +613,7 @@ def _improve_by_moves(problem, placement, rel, deadline=math.inf, max_steps=100)
             if time.perf_counter() > deadline:
                 break
             wj = np.asarray(best.worker_job)
-            X, n = best.throughput, best.n_workers
+            X, n = best.aggregate_throughput, best.sizes
             cur = work / X + cost[np.arange(S), n]
             if problem.replacing:
                 # every delta below is "new cost - cur": a touched job pays restart_cost

@@ -398,7 +398,7 @@ def test_market_category_total_is_the_model_objective():
             continue
         placed = evaluate(p, res.worker_job)
         assert res.total_jct == pytest.approx(placed.mean_jct * S, rel=1e-12)
-        assert placed.n_workers.tolist() == sizes.tolist()
+        assert placed.sizes.tolist() == sizes.tolist()
 
 
 def test_market_category_gavel_instances():

@@ -130,7 +130,7 @@ def test_restarted_is_a_direct_set_comparison(seed):
         for i in range(p.n_jobs):
             now, before = set(np.flatnonzero(pl.worker_job == i)), set(np.flatnonzero(p.current == i))
             assert pl.restarted[i] == (bool(before) and now != before)
-        base = p.work / pl.throughput + p.comm_time[np.arange(p.n_jobs), pl.n_workers]
+        base = p.work / pl.aggregate_throughput + p.comm_time[np.arange(p.n_jobs), pl.sizes]
         assert pl.mean_jct == pytest.approx(float(np.mean(base + p.restart_cost * pl.restarted)), rel=1e-12)
         assert pl.n_restarts == int(pl.restarted.sum())
 
@@ -218,8 +218,8 @@ def test_keep_rows_keeps_every_job_it_can_and_changes_no_jct(seed):
         loss = kernels(b).keep_rows(class_of, members, cls_start, p.current, p.restart_cost, curC, out, 1)
         for s, r in enumerate(out):
             after = hp.evaluate(p, r)
-            assert np.array_equal(after.n_workers, before[s].n_workers)
-            assert np.allclose(after.throughput, before[s].throughput, rtol=1e-13, atol=0)
+            assert np.array_equal(after.sizes, before[s].sizes)
+            assert np.allclose(after.aggregate_throughput, before[s].aggregate_throughput, rtol=1e-13, atol=0)
             cnt = np.zeros_like(curC)
             np.add.at(cnt, (r[r >= 0], class_of[r >= 0]), 1)
             assert after.restarted.tolist() == (p.running & (cnt != curC).any(axis=1)).tolist()
