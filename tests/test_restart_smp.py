@@ -290,3 +290,38 @@ def test_speed_buckets_leave_kept_jobs_alone_even_when_a_bucket_is_all_kept(even
     for i in np.flatnonzero(kept):
         assert np.array_equal(np.flatnonzero(pl.worker_job == i), np.flatnonzero(p.current == i))
     assert pl.mean_jct <= hp.place(p, method="keep-greedy").mean_jct * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_replacement_with_down_workers_and_bounds_every_method_agrees_with_brute_force(seed):
+    """Re-placement combined with workers that went down and size bounds (rigid jobs too)."""
+    rng = np.random.default_rng(seed)
+    base = replacement(seed, 7, 2 + seed % 2, speeds=seed % 2 == 0, current="random")
+    d = base.to_dict()
+    down = rng.choice(base.n_workers, size=1 + seed % 2, replace=False)
+    avail = np.ones(base.n_workers, dtype=bool)
+    avail[down] = False
+    d["available"] = avail.tolist()
+    S = base.n_jobs
+    lo = np.ones(S, dtype=int)
+    hi = np.full(S, base.n_workers)
+    lo[0] = hi[0] = 2 if seed % 3 == 0 else 1  # a rigid job in some seeds
+    hi[-1] = 3
+    d["min_workers"], d["max_workers"] = lo.tolist(), hi.tolist()
+    try:
+        p = hp.Problem(**d)
+    except hp.errors.InvalidProblemError:
+        pytest.skip("the draw left too few workers for the bounds")
+    opt = hp.solve_exact(p, method="brute")
+    assert opt.status == "optimal"
+    for method, kw in (("smp", {}), ("exact", {"exact_method": "milp"}), ("keep-greedy", {}), ("greedy", {})):
+        pl = hp.place(p, method=method, seed=seed, **kw)
+        assert not (pl.worker_job[~p.available] >= 0).any()
+        assert np.all((pl.sizes >= p.min_workers) & (pl.sizes <= p.max_workers))
+        assert pl.mean_jct >= opt.objective * (1 - 1e-9)
+        lost = p.running & (np.bincount(p.current[(p.current >= 0) & ~p.available], minlength=S) > 0)
+        assert pl.restarted[lost].all()  # a job that lost a worker restarts whatever the method
+        if method == "exact":
+            assert pl.mean_jct == pytest.approx(opt.objective, rel=1e-6)
+        if method == "smp":
+            assert pl.mean_jct <= opt.objective * 1.0204
