@@ -62,7 +62,7 @@ def test_baseline(benchmark, method, family, K, S):
     p = _instance(family, K, S)
     wj = benchmark.pedantic(METHODS[method], args=(p,), rounds=1, iterations=1, warmup_rounds=0)
     pl = hp.evaluate(p, wj, method=method)
-    assert np.all(pl.n_workers <= p.max_workers)
+    assert np.all(pl.sizes <= p.max_workers)
     benchmark.extra_info.update(mean_jct=pl.mean_jct, idle=int(np.sum(wj < 0)))
     if K <= 1_000:
         np.testing.assert_array_equal(wj, REFERENCES[method](p))

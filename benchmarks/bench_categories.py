@@ -16,11 +16,14 @@ import numpy as np
 import pytest
 
 from hetplace import categories as cat
-from hetplace._core import _categories_nb, _categories_py, _rng_nb
+from hetplace._core._registry import unavailable
+from hetplace._core._source import load
 
-try:
+_categories_py = load("_categories", "python")  # the one source hetplace/_core/_categories.py, per backend
+_categories_nb = load("_categories", "numba")
+if unavailable("cython") is None:
     from hetplace._core import _categories as _categories_cy
-except ImportError:  # pragma: no cover - extension not built
+else:  # pragma: no cover - extension not built
     _categories_cy = None
 
 BACKENDS = ["python", "numba", "cython"]
@@ -52,19 +55,8 @@ def _run(benchmark, fn):
 def test_rng(benchmark, backend):
     _skip_unavailable(backend)
     out = np.empty(100_000)
-    if backend == "python":
-        buf = [0.0] * out.shape[0]
-
-        def fn():
-            _categories_py.rand_u01_fill(7, 3, buf)
-            out[:] = buf
-    elif backend == "numba":
-        def fn():
-            _rng_nb.rand_u01_fill(np.uint64(7), np.uint64(3), out)
-    else:
-        def fn():
-            _categories_cy.rand_u01_fill(7, 3, out)
-    _run(benchmark, fn)
+    mod = _module(backend)
+    _run(benchmark, lambda: mod.rand_u01_fill(np.uint64(7), np.uint64(3), out))
     assert out[5] == _categories_py.rand_u01(7, 3, 5)
 
 
@@ -83,8 +75,6 @@ def test_unrank(benchmark, backend, size):
     K, S = size
     C = cat.count_categories(K, S, exact=False)
     table = cat._binomial_table(K, S, False)
-    if backend == "python":
-        table = table.tolist()
     ranks = np.random.default_rng(0).integers(0, C, 10_000, dtype=np.int64)
     out = np.empty((ranks.shape[0], S), dtype=np.int64)
     _run(benchmark, lambda: mod.unrank_categories(ranks, K, S, False, table, out))
@@ -155,8 +145,6 @@ def test_reservoir_kernel(benchmark, backend):
     C = math.comb(K, S)
     table = cat._binomial_table(K, S, False)
     seed = np.uint64(1)
-    if backend == "python":
-        table, seed = table.tolist(), 1
     out = np.empty((N, S), dtype=np.int64)
     ranks = np.empty(N, dtype=np.int64)
     _run(benchmark, lambda: mod.sample_uniform_reservoir(seed, C, N, K, S, False, table, out,

@@ -37,13 +37,9 @@ import time
 import numpy as np
 import pytest
 
-from hetplace._core import _matching_nb, _matching_py
-from hetplace._core._registry import kernels
+from hetplace._core._registry import kernels, unavailable
 
-try:
-    from hetplace._core import _matching as _matching_cy
-except ImportError:  # pragma: no cover - extension not built
-    _matching_cy = None
+_HAVE_CYTHON = unavailable("cython") is None
 
 BACKENDS = ["python", "numba", "cython"]
 SIZES = [(64, 8), (256, 32), (4096, 256)]
@@ -52,9 +48,9 @@ FAMILIES = ["types", "speeds"]
 
 
 def _module(backend):
-    if backend == "cython" and _matching_cy is None:
+    if backend == "cython" and not _HAVE_CYTHON:
         pytest.skip("Cython extension not built (python setup.py build_ext --inplace)")
-    return {"python": _matching_py, "numba": _matching_nb, "cython": _matching_cy}[backend]
+    return kernels(backend)
 
 
 def make_category(K, S, family, seed=0, G=3):
@@ -79,13 +75,7 @@ def make_category(K, S, family, seed=0, G=3):
 
 
 def _prefs(mod, rho):
-    S, K = rho.shape
-    jo = np.empty((S, K), dtype=np.int64)
-    ol = np.empty(S, dtype=np.int64)
-    wr = np.empty((S, K))
-    mod.job_order_kernel(rho, 0.0, jo, ol, np.empty(K, dtype=np.int64))
-    mod.relative_rank_kernel(rho, wr)
-    return jo, ol, wr
+    return mod.ordinal_preferences(rho)
 
 
 def _rounds(K):
@@ -100,7 +90,7 @@ def _reference_backend(backend, K):
     """
     if K <= PY_MAX_WORKERS:
         return "numba" if backend == "python" else "python"
-    return "cython" if backend == "numba" and _matching_cy is not None else None
+    return "cython" if backend == "numba" and _HAVE_CYTHON else None
 
 
 def _time(benchmark, fn, K):

@@ -16,6 +16,7 @@ use, Cython kernels are built at install time.
 """
 
 from .errors import (
+    BackendUnavailableError,
     HetplaceError,
     InvalidOptionError,
     InvalidPlacementError,
@@ -84,5 +85,6 @@ __all__ = [
     "InvalidOptionError",
     "SolverError",
     "MissingDependencyError",
+    "BackendUnavailableError",
     "__version__",
 ]

@@ -16,22 +16,25 @@ Backends
     ``"python"`` (plain Python, slow, always available), ``"numba"`` (JIT,
     compiled and cached on first use), ``"cython"`` (compiled at install time)
     and ``"auto"`` (``"cython"`` if its extension is built, else ``"numba"``).
-    All backends return identical arrays for the same inputs and seed: they
-    draw from the same counter-based generator (docs/model.md §3.10) and do the same
+    All three are compilations of one source, ``hetplace/_core/_categories.py``,
+    reached through the backend registry (``hetplace._core._registry``), and
+    return identical arrays for the same inputs and seed: they draw from the
+    same counter-based generator (docs/model.md §3.10) and do the same
     floating-point operations in the same order.
 
 Random numbers
     Every draw is ``rand_u64(seed, stream, counter)`` (SplitMix64 of the stream
-    key plus the counter; see ``hetplace._core._rng_nb``); the samplers use the
-    reserved streams ``2**63 + 1 .. 2**63 + 5``, so callers drawing with small
-    stream ids (e.g. one per sample) get unrelated numbers from the same seed.
+    key plus the counter; see ``hetplace._core._categories``); the samplers use
+    the reserved streams ``2**63 + 1 .. 2**63 + 5``, so callers drawing with
+    small stream ids (e.g. one per sample) get unrelated numbers from the same
+    seed.
 
 Kernels for other modules
-    ``hetplace._core._categories_nb`` (Numba, ``nogil``) and
-    ``hetplace._core._categories`` (Cython; ``cimport`` the ``*_nogil``
-    functions from ``_categories.pxd`` and the inline RNG from ``_rng.pxd``)
-    rank, unrank and sample without validation; ``_binomial_table(K, S, exact)``
-    below builds (and caches, read-only) the int64 table they take.
+    The RNG and the rank/unrank kernels of ``hetplace._core._categories`` are
+    ``nogil``: Numba code calls ``_source.load("_categories", "numba")``'s
+    functions, Cython code ``cimport``s them from ``_categories.pxd``.  They do
+    not validate; ``_binomial_table(K, S, exact)`` below builds (and caches,
+    read-only) the int64 table they take.
 """
 
 import functools
@@ -41,13 +44,11 @@ import numbers
 
 import numpy as np
 
-from ._core import _categories_py
 from ._validation import exact_int_sum
 from .errors import (
     InvalidOptionError,
     InvalidProblemError,
     InvalidProblemTypeError,
-    MissingDependencyError,
 )
 
 __all__ = [
@@ -95,6 +96,7 @@ RANK_WORK_MAX = 1 << 23
 MEMORY_MAX = 1 << 32
 
 _INT64_MAX = (1 << 63) - 1
+_MASK64 = (1 << 64) - 1
 _MAX_WORKERS = 1 << 62
 _BACKENDS = ("auto", "python", "numba", "cython")
 _METHODS = ("uniform", "weighted")
@@ -174,7 +176,7 @@ def _check_positive_int(value, name, fix):
 def _check_seed(seed):
     """Return a seed in [0, 2**64); ``None`` draws one from fresh OS entropy."""
     if seed is None:
-        return int(np.random.SeedSequence().entropy) & _categories_py.MASK64
+        return int(np.random.SeedSequence().entropy) & _MASK64
     if not _is_int(seed) or not 0 <= int(seed) < 1 << 64:
         raise InvalidOptionError(
             f"seed must be None or an integer in [0, 2**64); got {seed!r}. "
@@ -184,24 +186,18 @@ def _check_seed(seed):
 
 
 def _backend(backend):
-    """Resolve ``backend`` to a (name, kernel module) pair."""
+    """Resolve ``backend`` to ``(name, kernels)`` by the backend registry (:func:`hetplace._core._registry.resolve`)."""
+    from ._core import _registry
+
     _check_choice(backend, "backend", _BACKENDS)
-    if backend == "python":
-        return "python", _categories_py
-    if backend in ("auto", "cython"):
-        try:
-            from ._core import _categories as cy
-        except ImportError as exc:
-            from ._core import missing_compiled_message, warn_missing_compiled
+    return _registry.resolve(backend)
 
-            if backend == "cython":
-                raise MissingDependencyError(missing_compiled_message("_categories", exc, "backend='cython'")) from None
-            warn_missing_compiled("_categories", exc)
-        else:
-            return "cython", cy
-    from ._core import _categories_nb
 
-    return "numba", _categories_nb
+def _exact_kernels():
+    """The plain-Python compilation of the kernels: with Python ints and :class:`_ExactBinomial`, exact at any size."""
+    from ._core import _registry
+
+    return _registry.kernels("python")
 
 
 def _count(K, S, exact):
@@ -294,19 +290,11 @@ def _binomial_table(K, S, exact):
 
 
 class _ExactBinomial:
-    """``binom[j][d] = C(j + d, j)`` as exact Python ints (for the public rank API)."""
+    """``binom[j, d] = C(j + d, j)`` as exact Python ints: the table of the plain-Python kernels for the public rank API."""
 
-    class _Row:
-        __slots__ = ("j",)
-
-        def __init__(self, j):
-            self.j = j
-
-        def __getitem__(self, d):
-            return math.comb(self.j + d, self.j)
-
-    def __getitem__(self, j):
-        return self._Row(j)
+    def __getitem__(self, jd):
+        j, d = jd
+        return math.comb(j + d, j)
 
 
 # ----------------------------------------------------------------------------
@@ -444,7 +432,7 @@ def rank_category(sizes: "np.typing.ArrayLike", n_workers: int, exact: bool = Tr
     exact = _check_exact(exact)
     vals = _check_sizes(sizes, K, exact)
     _check_count_bits(K, len(vals), exact, work="rank_category")
-    return _categories_py.rank_category(vals, K, len(vals), exact, _ExactBinomial())
+    return _exact_kernels().rank_category(vals, K, len(vals), exact, _ExactBinomial())
 
 
 def unrank_category(rank: int, n_workers: int, n_jobs: int, exact: bool = True) -> np.ndarray:
@@ -494,7 +482,7 @@ def unrank_category(rank: int, n_workers: int, n_jobs: int, exact: bool = True) 
             f"exact={exact}; got {rank!r}."
         )
     out = [0] * S
-    _categories_py.unrank_category(int(rank), K, S, exact, _ExactBinomial(), out)
+    _exact_kernels().unrank_category(int(rank), K, S, exact, _ExactBinomial(), out)
     return np.array(out, dtype=np.int64)
 
 
@@ -769,7 +757,7 @@ def sample_categories(
                 f"The default is {DEFAULT_SPREAD}."
             )
         spread = float(spread)
-    name, mod = _backend(backend)
+    _, mod = _backend(backend)
     # the exact count only when it is below 2**63 (the samplers compare it with N,
     # 8 N and 2**63 - 1 only): never big-integer combinatorics on huge K and S
     C = _count_capped(K, S, exact, _INT64_MAX)
@@ -777,9 +765,9 @@ def sample_categories(
                   f"sample_categories({K}, {S}, n_samples={N}, method={method!r})",
                   "Draw fewer samples (n_samples) or use fewer jobs.")
     if method == "uniform":
-        return _sample_uniform(name, mod, seed, C, N, K, S, exact)
+        return _sample_uniform(mod, seed, C, N, K, S, exact)
     c, base = _check_centre(centre, K, S, exact)
-    return _sample_weighted(name, mod, seed, C, N, K, S, exact, c, base, spread)
+    return _sample_weighted(mod, seed, C, N, K, S, exact, c, base, spread)
 
 
 def _sample_bytes(N, C, K, S, exact, method):
@@ -798,46 +786,32 @@ def _sample_bytes(N, C, K, S, exact, method):
     return 2 * out + 8 * (4 * (M + N) + 4) + 40 * N + 16 * S + 64 * (S + 16)
 
 
-def _sample_uniform(name, mod, seed, C, N, K, S, exact):
+def _sample_uniform(mod, seed, C, N, K, S, exact):
     if N >= C:
         return _enumerate(mod, K, S, exact, C)
     out = np.empty((N, S), dtype=np.int64)
-    useed = seed if name == "python" else np.uint64(seed)
     parts = S if exact else S + 1
     if C <= _INT64_MAX and parts * (K - S + 1) <= RESERVOIR_TABLE_MAX:
-        binom = _binomial_table(K, S, exact)
-        if name == "python":
-            binom = binom.tolist()
         ranks = np.empty(N, dtype=np.int64)
-        mod.sample_uniform_reservoir(useed, C, N, K, S, exact, binom, out, ranks)
+        mod.sample_uniform_reservoir(np.uint64(seed), C, N, K, S, exact, _binomial_table(K, S, exact), out, ranks)
         return out[np.argsort(ranks)]  # rank order == lexicographic order
-    mod.sample_uniform_direct(useed, N, K, S, exact, out)
+    mod.sample_uniform_direct(np.uint64(seed), N, K, S, exact, out)
     return out[_lex_order(out)]
 
 
-def _sample_weighted(name, mod, seed, C, N, K, S, exact, c, base, spread):
-    useed = seed if name == "python" else np.uint64(seed)
+def _sample_weighted(mod, seed, C, N, K, S, exact, c, base, spread):
     M = WEIGHTED_OVERSAMPLE * N
     if C <= M:
         cats = _enumerate(mod, K, S, exact, C)
-        base_index = _categories_py.rank_category(
-            base.tolist(), K, S, exact, _ExactBinomial())
+        base_index = _exact_kernels().rank_category(base.tolist(), K, S, exact, _ExactBinomial())
         n_out = min(N, C)
         index = np.empty(n_out, dtype=np.int64)
         keys = np.empty(n_out, dtype=np.float64)
-        if name == "python":
-            mod.sample_weighted_enum(seed, cats, K, c.tolist(), base_index, spread, n_out,
-                                     index, keys)
-        else:
-            mod.sample_weighted_enum(useed, cats, K, c, base_index, spread, n_out, index, keys)
+        mod.sample_weighted_enum(np.uint64(seed), cats, K, c, base_index, spread, n_out, index, keys)
         order = np.lexsort((index, keys))
         return cats[index[order]]
     out = np.empty((N, S), dtype=np.int64)
     keys = np.empty(N, dtype=np.float64)
     pos = np.empty(N, dtype=np.int64)
-    if name == "python":
-        mod.sample_weighted_perturb(seed, N, M, K, S, exact, c.tolist(), base.tolist(), spread,
-                                    out, keys, pos)
-    else:
-        mod.sample_weighted_perturb(useed, N, M, K, S, exact, c, base, spread, out, keys, pos)
+    mod.sample_weighted_perturb(np.uint64(seed), N, M, K, S, exact, c, base, spread, out, keys, pos)
     return out[np.lexsort((pos, keys))]

@@ -13,6 +13,7 @@ __all__ = [
     "InvalidOptionError",
     "SolverError",
     "MissingDependencyError",
+    "BackendUnavailableError",
 ]
 
 
@@ -42,6 +43,17 @@ class SolverError(HetplaceError, RuntimeError):
 
 class MissingDependencyError(HetplaceError, ImportError):
     """An optional dependency is not installed; the message says how to install it."""
+
+
+class BackendUnavailableError(InvalidOptionError, MissingDependencyError):
+    """``backend="cython"`` was asked for but its compiled extensions are not built.
+
+    One error for that case everywhere (:func:`hetplace.place`,
+    :func:`hetplace.deferred_acceptance`, :func:`hetplace.sample_categories`,
+    ...): both an invalid option for this install and a missing compiled
+    dependency, so ``except InvalidOptionError`` and ``except
+    MissingDependencyError`` both catch it.  The message says how to build them.
+    """
 
 
 class HetplaceWarning(UserWarning):

@@ -28,6 +28,7 @@ import time
 import numpy as np
 
 from .errors import InvalidOptionError, InvalidProblemTypeError, MissingDependencyError, SolverError
+from ._result import Result
 from ._validation import check_time_limit
 from .placement import current_counts, evaluate, is_feasible, realise_counts
 from .problem import Problem
@@ -105,7 +106,7 @@ _SETUP_SECONDS_PER_NONZERO = {"SCIP": 2e-6, "HiGHS": 9e-6, "CP-SAT": 1.5e-6}
 _OBJ_COEF_MIN = 1e-6
 
 
-class ExactResult:
+class ExactResult(Result):
     """Outcome of :func:`solve_exact` (fields ``None`` when unsolved).
 
     Attributes
@@ -146,21 +147,19 @@ class ExactResult:
         Method-specific details (model size, nodes, formulation, ...).
     """
 
+    FIELDS = ("placement", "objective", "bound", "gap", "wall_time", "method", "solver")
+    STATUSES = ("optimal", "feasible", "time_limit", "no_solution", "error")
+    SUCCESS = ("optimal",)
+
     def __init__(self, status, message, placement, bound, wall_time, method, solver, info=None):
-        self.status = status
-        self.success = status == "optimal"
-        self.message = message
-        self.placement = placement
-        self.objective = None if placement is None else float(placement.mean_jct)
-        self.bound = None if bound is None else float(bound)  # as reported: never clamped
-        if self.objective is not None and self.bound is not None and self.objective > 0:
-            self.gap = (self.objective - self.bound) / self.objective
+        objective = None if placement is None else float(placement.mean_jct)
+        bound = None if bound is None else float(bound)  # as reported: never clamped
+        if objective is not None and bound is not None and objective > 0:
+            gap = (objective - bound) / objective
         else:
-            self.gap = None
-        self.wall_time = float(wall_time)
-        self.method = method
-        self.solver = solver
-        self.info = dict(info or {})
+            gap = None
+        super().__init__(status, message, info, placement=placement, objective=objective, bound=bound, gap=gap,
+                         wall_time=float(wall_time), method=method, solver=solver)
 
     def __repr__(self):
         def fmt(v):
@@ -614,7 +613,7 @@ def _improve_by_moves(problem, placement, rel, deadline=math.inf, max_steps=100)
             if time.perf_counter() > deadline:
                 break
             wj = np.asarray(best.worker_job)
-            X, n = best.throughput, best.n_workers
+            X, n = best.aggregate_throughput, best.sizes
             cur = work / X + cost[np.arange(S), n]
             if problem.replacing:
                 # every delta below is "new cost - cur": a touched job pays restart_cost

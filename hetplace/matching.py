@@ -25,13 +25,13 @@ import numbers
 
 import numpy as np
 
-from ._validation import REAL_MAX, REAL_MIN, as_real_array, check_real_range, exact_int_sum
+from ._result import Result
+from ._validation import REAL_MAX, REAL_MIN, as_real_array, check_choice, check_real_range, exact_int_sum
 from .errors import (
     InvalidOptionError,
     InvalidPlacementError,
     InvalidProblemError,
     InvalidProblemTypeError,
-    MissingDependencyError,
 )
 
 __all__ = [
@@ -77,7 +77,7 @@ _MAX_ROUNDS_LIMIT = 10_000
 # ----------------------------------------------------------------------------
 
 
-class MatchingResult:
+class MatchingResult(Result):
     """Outcome of :func:`deferred_acceptance`.
 
     Attributes
@@ -109,6 +109,8 @@ class MatchingResult:
         ``status == "optimal"``.
     message : str
         Human-readable status.
+    info : dict
+        Empty (the common field of every result, :class:`hetplace._result.Result`).
     form : str
         ``"price"`` or ``"ordinal"``.
     rounds : int
@@ -121,8 +123,10 @@ class MatchingResult:
         Backend that ran the kernel.
     """
 
-    def __init__(self, **fields):
-        self.__dict__.update(fields)
+    FIELDS = ("worker_job", "prices", "job_prices", "idle_price", "welfare", "bound", "form", "rounds", "bids",
+              "backend")
+    STATUSES = ("optimal", "infeasible")
+    SUCCESS = ("optimal",)
 
     def __repr__(self):
         return (
@@ -131,11 +135,15 @@ class MatchingResult:
         )
 
 
-class MarketResult:
+class MarketResult(Result):
     """Outcome of :func:`market_category` (one SMP category).
 
     Attributes
     ----------
+    status : str
+        ``"filled"`` (every job got exactly ``sizes[i]`` workers) or
+        ``"unfilled"``; ``success`` is ``status == "filled"``.
+    message : str
     worker_job : ndarray of int64, shape (K,)
         Best assignment seen (job per worker, -1 idle).
     total_jct : float
@@ -145,16 +153,19 @@ class MarketResult:
     mean_jct : float
         ``total_jct / S``.
     filled : bool
-        Every job got exactly ``sizes[i]`` workers.
+        ``success`` (kept for callers of the 0.x API).
     rounds : int
         Market solves performed.
     bids : int
         Proposals over all rounds (see :class:`MatchingResult`).
     form, backend : str
+    info : dict
+        Empty (the common field of every result).
     """
 
-    def __init__(self, **fields):
-        self.__dict__.update(fields)
+    FIELDS = ("worker_job", "total_jct", "mean_jct", "filled", "rounds", "bids", "form", "backend")
+    STATUSES = ("filled", "unfilled")
+    SUCCESS = ("filled",)
 
     def __repr__(self):
         return (
@@ -168,74 +179,12 @@ class MarketResult:
 # ----------------------------------------------------------------------------
 
 
-def _choice(name, value, choices):
-    if not isinstance(value, str) or value not in choices:
-        raise InvalidOptionError(
-            f"{name}={value!r} is not valid; choose one of {', '.join(repr(c) for c in choices)}."
-        )
-    return value
-
-
 def _kernels(backend):
-    """Resolve ``backend`` to ``(name, kernel module)``."""
-    _choice("backend", backend, BACKENDS)
-    if backend == "python":
-        from ._core import _matching_py
-
-        return "python", _matching_py
-    if backend in ("auto", "cython"):
-        try:
-            from ._core import _matching as cy
-        except ImportError as exc:
-            from ._core import missing_compiled_message, warn_missing_compiled
-
-            if backend == "cython":
-                raise MissingDependencyError(missing_compiled_message("_matching", exc, "backend='cython'")) from None
-            warn_missing_compiled("_matching", exc)
-        else:
-            return "cython", cy
-    try:
-        from ._core import _matching_nb
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise MissingDependencyError(
-            f"backend={backend!r} needs numba ({exc}); install it with `pip install numba`, "
-            "or pass backend='python'."
-        ) from None
-    return "numba", _matching_nb
-
-
-def _ordinal_kernel(backend):
-    """Resolve ``backend`` for the ordinal form: ``(name, ordinal_match)`` from the backend registry.
-
-    The same rules as :func:`_kernels`: ``"auto"`` is Cython when its
-    extensions are built (else Numba, with the package's warning), and an
-    explicit ``"cython"`` that is not built raises ``MissingDependencyError``.
-    """
+    """Resolve ``backend`` to ``(name, kernels)`` by the backend registry (:func:`hetplace._core._registry.resolve`)."""
     from ._core import _registry
 
-    _choice("backend", backend, BACKENDS)
-    name = backend
-    if backend in ("auto", "cython"):
-        missing = _registry.unavailable("cython")
-        if missing is None:
-            name = "cython"
-        elif backend == "cython":
-            from ._core import missing_compiled_message
-
-            raise MissingDependencyError(missing_compiled_message(*missing, what="backend='cython'")) from None
-        else:
-            from ._core import warn_missing_compiled
-
-            warn_missing_compiled(*missing)
-            name = "numba"
-    try:
-        table = _registry.kernels(name)
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise MissingDependencyError(
-            f"backend={backend!r} needs numba ({exc}); install it with `pip install numba`, "
-            "or pass backend='python'."
-        ) from None
-    return name, table.ordinal_match
+    backend = check_choice("backend", backend, BACKENDS)
+    return _registry.resolve(backend)
 
 
 def _float_matrix(value, name, what):
@@ -505,13 +454,13 @@ def deferred_acceptance(
     v, mask = _values_iv(values, allowed)
     S, K = v.shape
     caps = _capacities_iv(capacities, S, K)
-    _choice("form", form, FORMS)
+    form = check_choice("form", form, FORMS)
     if form == "price" and worker_rank is not None:
         raise InvalidOptionError(
             "worker_rank applies to form='ordinal' only (the price form ranks by value); "
             "drop it or pass form='ordinal'."
         )
-    name, mod = _kernels(backend) if form == "price" else _ordinal_kernel(backend)
+    name, mod = _kernels(backend)
     worker_job = np.empty(K, dtype=np.int64)
     stats = np.zeros(2, dtype=np.int64)
     if form == "price":
@@ -548,7 +497,7 @@ def deferred_acceptance(
             rank, div = vals, _default_rank_div(v, mask)
         else:
             rank, div = np.ascontiguousarray(_worker_rank_iv(worker_rank, mask)), np.ones(S)
-        status = mod(vals, -math.inf, rank, div, caps, worker_job, stats)
+        status = mod.ordinal_match(vals, -math.inf, rank, div, caps, worker_job, stats)
         prices = q = idle_price = bound = None
     busy = np.flatnonzero(worker_job >= 0)
     welfare = float(v[worker_job[busy], busy].sum()) if busy.size else 0.0
@@ -583,7 +532,6 @@ def deferred_acceptance(
         welfare=welfare,
         bound=bound,
         status=st,
-        success=st == "optimal",
         message=msg,
         form=form,
         rounds=int(stats[0]),
@@ -809,7 +757,7 @@ def market_category(
     rounds on most Gavel instances and rarely improves after that.
     """
     rho, w, c, n = _market_iv(throughput, work, comm_time, sizes)
-    _choice("form", form, FORMS)
+    form = check_choice("form", form, FORMS)
     max_rounds = _check_max_rounds(max_rounds)
     name, mod = _kernels(backend)
     S, K = rho.shape
@@ -819,24 +767,24 @@ def market_category(
         order_len = np.zeros(1, dtype=np.int64)
         worker_rank = np.zeros((1, 1))
     else:
-        job_order = np.empty((S, K), dtype=np.int64)
-        order_len = np.empty(S, dtype=np.int64)
-        worker_rank = np.empty((S, K))
-        mod.job_order_kernel(rho, 0.0, job_order, order_len, np.empty(K, dtype=np.int64))
-        mod.relative_rank_kernel(rho, worker_rank)
+        job_order, order_len, worker_rank = mod.ordinal_preferences(rho)
     nf, ni = mod.market_workspace_size(S, K)
     worker_job = np.empty(K, dtype=np.int64)
     stats = np.zeros(2, dtype=np.int64)
-    total = mod.market_category_kernel(rho, w, c, n, form_id, max_rounds, job_order, order_len,
-                                       worker_rank, worker_job, stats, np.empty(nf),
-                                       np.empty(ni, dtype=np.int64))
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # IEEE, as compiled (docs of _core._jit)
+        total = mod.market_category_kernel(rho, w, c, n, form_id, max_rounds, job_order, order_len,
+                                           worker_rank, worker_job, stats, np.empty(nf),
+                                           np.empty(ni, dtype=np.int64))
     busy = worker_job >= 0
     counts = np.bincount(worker_job[busy], minlength=S)
+    filled = bool((counts == n).all())
     return MarketResult(
+        status="filled" if filled else "unfilled",
+        message="every job got its size" if filled else "some job did not get its size (see filled, worker_job)",
         worker_job=worker_job,
         total_jct=float(total),
         mean_jct=float(total) / S,
-        filled=bool((counts == n).all()),
+        filled=filled,
         rounds=int(stats[0]),
         bids=int(stats[1]),
         form=form,

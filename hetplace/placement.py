@@ -264,11 +264,11 @@ class Placement:
         Job index of every worker, -1 idle.
     type_counts : ndarray of int64, shape (S, G)
         Workers of each type given to each job.
-    n_workers : ndarray of int64, shape (S,)
+    sizes : ndarray of int64, shape (S,)
         Job sizes ``n_i`` (the category).
-    throughput : ndarray of float64, shape (S,)
+    aggregate_throughput : ndarray of float64, shape (S,)
         Aggregate throughput ``X_i`` (samples/s).
-    compute_time, comm_time : ndarray of float64, shape (S,)
+    compute_per_iteration, comm_per_iteration : ndarray of float64, shape (S,)
         Per-iteration compute ``Pi_i / X_i`` and ring all-reduce time.
     jct : ndarray of float64, shape (S,)
         ``T_i (t_c + t_m)`` in seconds, plus ``restart_loss`` (the time a
@@ -314,19 +314,19 @@ class Placement:
         counts = np.zeros((S, G), dtype=np.int64)
         np.add.at(counts, (job, problem.worker_type[busy]), 1)
         self.type_counts = counts
-        self.n_workers = counts.sum(axis=1)
+        self.sizes = counts.sum(axis=1)
         rho = problem.worker_throughput
-        self.throughput = np.bincount(job, weights=rho[job, np.flatnonzero(busy)], minlength=S)
-        self.compute_time = problem.batch / self.throughput
+        self.aggregate_throughput = np.bincount(job, weights=rho[job, np.flatnonzero(busy)], minlength=S)
+        self.compute_per_iteration = problem.batch / self.aggregate_throughput
         idx = np.arange(S)
         per_iter_comm = np.where(
-            problem.iterations > 0, problem.comm_time[idx, self.n_workers] / problem.iterations, 0.0
+            problem.iterations > 0, problem.comm_time[idx, self.sizes] / problem.iterations, 0.0
         )
-        self.comm_time = per_iter_comm
+        self.comm_per_iteration = per_iter_comm
         self.restarted = restarted_jobs(problem, worker_job)
         self.restart_loss = np.where(self.restarted, problem.restart_cost, 0.0)
         self.n_restarts = int(self.restarted.sum())
-        self.jct = problem.work / self.throughput + problem.comm_time[idx, self.n_workers] + self.restart_loss
+        self.jct = problem.work / self.aggregate_throughput + problem.comm_time[idx, self.sizes] + self.restart_loss
         self.mean_jct = float(self.jct.mean())
         self.shares = largest_remainder_shares(problem.batch, worker_job, rho)
         self.slowdown = self.jct / problem.jct_alone
@@ -336,8 +336,14 @@ class Placement:
 
     @property
     def status(self):
-        """Always ``"feasible"`` for a Placement; solvers report optimality on their result."""
-        return "feasible"
+        """``"optimal"`` when the method that built it proved it optimal, else ``"feasible"``.
+
+        A placement is always feasible (the constructor checks it).
+        ``place(method="exact")`` (and ``"auto"`` when it ran the exact DP)
+        proves optimality when the solver's status is ``"optimal"``
+        (``info["status"]``); every other method gives ``"feasible"``.
+        """
+        return "optimal" if self.info.get("status") == "optimal" and self.method in ("exact", "auto") else "feasible"
 
     def gap_to(self, reference):
         """Relative gap ``mean_jct / reference - 1`` to a reference mean JCT.
@@ -390,9 +396,9 @@ class Placement:
             "jobs": [
                 {
                     "job": p.job_names[i],
-                    "n_workers": int(self.n_workers[i]),
+                    "size": int(self.sizes[i]),
                     "type_counts": {p.type_names[g]: int(self.type_counts[i, g]) for g in range(p.n_types)},
-                    "throughput": float(self.throughput[i]),
+                    "aggregate_throughput": float(self.aggregate_throughput[i]),
                     "jct": float(self.jct[i]),
                     "slowdown": float(self.slowdown[i]),
                     **({"restarted": bool(self.restarted[i]), "restart_loss": float(self.restart_loss[i])}
@@ -424,9 +430,9 @@ class Placement:
         p = self.problem
         data = {
             "job": list(p.job_names),
-            "n_workers": self.n_workers,
+            "size": self.sizes,
             **{f"n_{p.type_names[g]}": self.type_counts[:, g] for g in range(p.n_types)},
-            "throughput": self.throughput,
+            "aggregate_throughput": self.aggregate_throughput,
             "jct": self.jct,
             "slowdown": self.slowdown,
             **({"restarted": self.restarted, "restart_loss": self.restart_loss} if p.replacing else {}),
@@ -451,9 +457,9 @@ class Placement:
                 if len(share_txt) > 60:
                     share_txt = share_txt[:57] + "..."
             lines.append(
-                f"{p.job_names[i]:<{name_w}} {self.n_workers[i]:>4} "
+                f"{p.job_names[i]:<{name_w}} {self.sizes[i]:>4} "
                 + " ".join(f"{c:>6}" for c in self.type_counts[i])
-                + f" {self.throughput[i]:>11.1f} {self.jct[i]:>12.1f} {self.slowdown[i]:>9.3f}"
+                + f" {self.aggregate_throughput[i]:>11.1f} {self.jct[i]:>12.1f} {self.slowdown[i]:>9.3f}"
                 + (("" if not p.replacing else
                     f" {('+' + format(self.restart_loss[i], '.0f') + 's') if self.restarted[i] else ('kept' if p.running[i] else 'new'):>8}"))
                 + f"  {share_txt}"
@@ -472,7 +478,7 @@ class Placement:
     def __repr__(self):
         return (
             f"Placement(method={self.method!r}, mean_jct={self.mean_jct:.6g}, "
-            f"fairness={self.fairness:.3f}, n_workers={_compact(self.n_workers)}"
+            f"fairness={self.fairness:.3f}, sizes={_compact(self.sizes)}"
             + (f", restarts={self.n_restarts}" if self.problem.replacing else "") + ")"
         )
 

@@ -20,7 +20,7 @@ Pipeline of one decision:
 
 **Worker classes (ours).**  Workers with identical throughput columns (same
 type and speed) are interchangeable, so steps 2-3 can work on the count matrix
-``cnt[i, c]`` instead of single workers (:mod:`hetplace._core._classes_nb`):
+``cnt[i, c]`` instead of single workers (:mod:`hetplace._core._market`):
 the market searches over the C classes instead of the S jobs, and a polish
 step costs O(S C^2) instead of O((S C)^2).  :func:`class_modes` picks the
 level from (S, K, C); a dedicated Gavel cluster (C = 3) at K = 4096, S = 256
@@ -220,19 +220,14 @@ def _cython_available(warn=True):
 
 
 def resolve_backend(backend):
-    """``"auto"`` -> ``"cython"`` when its extensions are built, else ``"numba"``.
+    """``"auto"`` -> ``"cython"`` when its extensions are built, else ``"numba"`` (the registry's rule).
 
-    Raises :class:`InvalidOptionError` (the registry's message) for
-    ``"cython"`` when they are not.
+    Raises :class:`~hetplace.errors.BackendUnavailableError` for ``"cython"``
+    when they are not.
     """
-    backend = check_choice("backend", backend, BACKENDS)
-    if backend == "auto":
-        return "cython" if _cython_available() else "numba"
-    if backend == "cython":
-        from ._core import _registry
+    from ._core import _registry
 
-        _registry.kernels("cython")  # raises when not available
-    return backend
+    return _registry.resolve(check_choice("backend", backend, BACKENDS))[0]
 
 
 def _iv(problem, options):
@@ -264,23 +259,6 @@ def _iv(problem, options):
     opts["restart_candidates"] = int(rc)
     opts["backend"] = resolve_backend(opts["backend"])
     return opts
-
-
-def _ordinal_prefs(rho, backend):
-    """Preference lists of the ordinal market (built once per decision)."""
-    S, K = rho.shape
-    if backend == "python":
-        from ._core import _matching_py as m
-    elif backend == "numba":
-        from ._core import _matching_nb as m
-    else:
-        from ._core import _matching as m
-    job_order = np.empty((S, K), dtype=np.int64)
-    order_len = np.empty(S, dtype=np.int64)
-    worker_rank = np.empty((S, K), dtype=np.float64)
-    m.job_order_kernel(rho, 0.0, job_order, order_len, np.empty(K, dtype=np.int64))
-    m.relative_rank_kernel(rho, worker_rank)
-    return job_order, order_len, worker_rank
 
 
 def worker_classes(problem, buckets=None):
@@ -377,7 +355,7 @@ def _run(problem, cats, opts, extra=None):
     candidates, (E, K)) join the market rows before the polish, and the polish
     prices restarts.
     """
-    from ._core._matching_py import FORM_ORDINAL, FORM_PRICE, market_workspace_size
+    from ._core._registry import kernels
 
     rho = problem.worker_throughput
     S, K = rho.shape
@@ -393,9 +371,11 @@ def _run(problem, cats, opts, extra=None):
         rhoC, mc, class_of, members, cls_start = worker_classes(problem, opts["speed_buckets"])
         C = mc.size
     market_cls, polish_cls = class_modes(S, K, C, opts["matching"])
-    form = FORM_PRICE if opts["matching"] == "price" else FORM_ORDINAL
-    if form == FORM_ORDINAL:
-        job_order, order_len, worker_rank = _ordinal_prefs(rho, opts["backend"])
+    backend = opts["backend"]
+    table = kernels(backend)
+    form = table.FORM_PRICE if opts["matching"] == "price" else table.FORM_ORDINAL
+    if form == table.FORM_ORDINAL:
+        job_order, order_len, worker_rank = table.ordinal_preferences(rho)
     else:
         job_order = np.zeros((1, 1), dtype=np.int64)
         order_len = np.zeros(1, dtype=np.int64)
@@ -406,38 +386,14 @@ def _run(problem, cats, opts, extra=None):
     common = (rho, problem.work, problem.size_cost, problem.worker_type, problem.class_speed,
               problem.uniform_speed)  # uniform_speed is False when a worker is down
     ccommon = (rhoC, problem.work, problem.size_cost, mc)
-    if market_cls:
-        from ._core._matching_py import class_market_workspace_size
-
-        nf, ni = class_market_workspace_size(S, C, K)
-        market_args = ccommon + (members, cls_start, cats, opts["max_rounds"], out_wj, out_total, out_stats, nf, ni)
-    else:
-        nf, ni = market_workspace_size(S, K)
-        market_args = common + (cats, form, opts["max_rounds"], job_order, order_len, worker_rank,
-                                False, _MAX_POLISH_STEPS, out_wj, out_total, out_stats, nf, ni)
-    backend = opts["backend"]
     threads = thread_count(backend, opts["threads"], N * K * S)
     with _threads(backend, threads):
-        if backend == "python":
-            if market_cls:
-                _market_classes_py(*market_args)
-            else:
-                from ._core import _matching_py
-
-                for s in range(N):
-                    out_total[s] = _one_sample_py(_matching_py, s, *market_args)
-        elif backend == "numba":
-            from ._core import _smp_nb
-
-            name = "run_samples_classes" if market_cls else "run_samples"
-            getattr(_smp_nb, name if threads > 1 else name + "_serial")(*market_args)
+        if market_cls:
+            table.run_samples_classes(*ccommon, members, cls_start, cats, opts["max_rounds"], out_wj, out_total,
+                                      out_stats, threads)
         else:
-            from ._core import _smp
-
-            (_smp.run_samples_classes if market_cls else _smp.run_samples)(*market_args, threads)
-        from ._core._registry import kernels
-
-        table = kernels(backend)
+            table.run_samples(rho, problem.work, problem.size_cost, cats, form, opts["max_rounds"], job_order,
+                              order_len, worker_rank, out_wj, out_total, out_stats, threads)
         if replacing:
             pen, current = problem.restart_cost, problem.current
             eco, emem, est = exact_classes
@@ -520,6 +476,8 @@ def _sort_buckets(problem, wj, members, cls_start, total, rounds=3):
             ws = members[lo:hi]  # fastest first
             if problem.replacing:
                 ws = ws[~kept[np.maximum(wj[ws], 0)] | (wj[ws] < 0)]
+                if ws.size == 0:  # every worker of the bucket is held by a kept job
+                    continue
             held = wj[ws]
             j = np.maximum(held, 0)
             value = np.where(held >= 0, a[j] * rho[j, ws[0]], -np.inf)
@@ -530,23 +488,6 @@ def _sort_buckets(problem, wj, members, cls_start, total, rounds=3):
         wj[:] = new
         total = t
     return total
-
-
-def _market_classes_py(rhoC, work, comm, mc, members, cls_start, cats, max_rounds,
-                       out_wj, out_total, out_stats, nf, ni):
-    """Plain-Python twin of ``_smp_nb.run_samples_classes``."""
-    from ._core._classes_nb import class_market_py
-    from ._core._source import load
-
-    expand_counts = load("_polish", "python").expand_counts
-
-    S, C = rhoC.shape
-    for s in range(cats.shape[0]):
-        cnt = np.zeros((S, C), dtype=np.int64)
-        st = np.zeros(2, dtype=np.int64)
-        out_total[s] = class_market_py(rhoC, work, comm, mc, cats[s], max_rounds, cnt, st)
-        out_stats[s, 0], out_stats[s, 1] = st[0], st[1]
-        expand_counts(cnt, members, cls_start, out_wj[s])
 
 
 def _rows_to_polish(out_wj, out_total, top):
@@ -643,19 +584,6 @@ class _threads:
 
             numba.set_num_threads(self.before)
         return False
-
-
-def _one_sample_py(mod, s, rho, work, comm, worker_type, speed, uniform, cats, form,
-                   max_rounds, job_order, order_len, worker_rank, do_polish, max_steps,
-                   out_wj, out_total, out_stats, nf, ni):
-    """Pure-Python twin of one iteration of ``_smp_nb.run_samples`` (market only)."""
-    fws = np.empty(nf)
-    iws = np.empty(ni, dtype=np.int64)
-    mstats = np.zeros(2, dtype=np.int64)
-    total = mod.market_category_kernel(rho, work, comm, cats[s], form, max_rounds,
-                                       job_order, order_len, worker_rank, out_wj[s], mstats, fws, iws)
-    out_stats[s, 0], out_stats[s, 1] = mstats[0], mstats[1]
-    return total
 
 
 def _choose(problem, out_wj, out_total, fairness_tol):

@@ -43,12 +43,30 @@ def mean_jct_reference(problem, worker_job):
     return total / S
 
 
+def restarted_reference(problem, worker_job):
+    """(S,) bool from the definition: a running job whose set of workers differs from its current set."""
+    worker_job = np.asarray(worker_job)
+    out = np.zeros(problem.n_jobs, dtype=bool)
+    for i in range(problem.n_jobs):
+        now = set(np.flatnonzero(problem.current == i).tolist())
+        out[i] = bool(now) and now != set(np.flatnonzero(worker_job == i).tolist())
+    return out
+
+
+def objective_reference(problem, worker_job):
+    """Mean of ``JCT_i + restart_time_i * restarted_i`` (inf if infeasible), from the definitions."""
+    value = mean_jct_reference(problem, worker_job)
+    lost = np.where(restarted_reference(problem, worker_job), problem.restart_time, 0.0)
+    return value + float(lost.sum()) / problem.n_jobs
+
+
 def brute_force_reference(problem, objective=None):
     """Best ``(value, worker_job)`` over all ``(S+1)**K`` assignments (itertools.product).
 
-    ``objective(problem, assignment)`` defaults to :func:`mean_jct_reference`.
+    ``objective(problem, assignment)`` defaults to :func:`objective_reference`
+    (the mean JCT, plus restart losses when the problem has a running placement).
     """
-    objective = objective or mean_jct_reference
+    objective = objective or objective_reference
     best, arg = math.inf, None
     for assignment in itertools.product(range(-1, problem.n_jobs), repeat=problem.n_workers):
         value = objective(problem, assignment)
@@ -177,6 +195,46 @@ def algorithm_l_reference(items, n_samples, uniform_open, below):
         reservoir[below(k)] = items[i]
         W = W * math.exp(math.log(uniform_open()) / k)
     return reservoir
+
+
+def floyd_category_reference(below, n_workers, n_jobs, exact):
+    """A uniform category by Floyd's subset algorithm with a Python set (Bentley & Floyd 1987).
+
+    Cut points: an (S-1)-subset of {1..K-1} (``exact``) or an S-subset of
+    {1..K}: for j = n-m+1..n, t = 1 + ``below(j)``; j is taken if t already
+    is, else t.  The sorted cut points give the sizes.
+    """
+    K, S = n_workers, n_jobs
+    n, m = (K - 1, S - 1) if exact else (K, S)
+    chosen = set()
+    for j in range(n - m + 1, n + 1):
+        t = 1 + below(j)
+        chosen.add(j if t in chosen else t)
+    cuts = [0] + sorted(chosen) + ([K] if exact else [])
+    return tuple(b - a for a, b in zip(cuts, cuts[1:]))
+
+
+def weighted_enum_reference(categories, base, centre, spread, n_samples, uniform_open):
+    """Efraimidis-Spirakis A-Res over an explicit list of categories, as a sort.
+
+    Candidate r gets the key ``log(-log u_r) + d_r**2 / (2 spread**2)``
+    (``u_r = uniform_open(r)``, ``d_r`` the RMS log-ratio distance to
+    ``centre``, ``base`` the key ``-inf``); the ``n_samples`` smallest keys win,
+    ties to the earlier candidate.  Returns them in that order.
+    """
+    keys = []
+    for r, cat in enumerate(categories):
+        u = uniform_open(r)
+        if tuple(cat) == tuple(base):
+            keys.append((-math.inf, r))
+            continue
+        acc = 0.0
+        for v, c in zip(cat, centre):
+            e = math.log(float(v)) - math.log(c)
+            acc += e * e
+        d = math.sqrt(acc / len(centre))
+        keys.append((math.log(-math.log(u)) + d * d * (1.0 / (2.0 * spread * spread)), r))
+    return [tuple(categories[r]) for _, r in sorted(keys)[:n_samples]]
 
 
 # =============================================================================

@@ -201,7 +201,7 @@ def test_every_method_honours_the_bounds_including_rigid_and_tight_jobs():
         methods = METHODS + ([("exact", dict(exact_method="dp"))] if p.uniform_speed else [])
         for method, kw in methods:
             pl = hp.place(p, method=method, **kw)
-            assert in_bounds(p, pl), (k, method, kw, pl.n_workers, p.min_workers, p.max_workers)
+            assert in_bounds(p, pl), (k, method, kw, pl.sizes, p.min_workers, p.max_workers)
     assert rigid >= 10 and tight >= 10
 
 
@@ -234,7 +234,7 @@ def test_bounds_bind_the_exact_optimum():
     assert np.bincount(hp.place(free, method="exact").worker_job, minlength=2)[0] > 1
     rigid = hp.Problem([[10.0], [1.0]], [6], [64, 64], [100.0, 100.0], min_workers=[1, 1], max_workers=[1, 6])
     pl = hp.place(rigid, method="exact")
-    assert pl.n_workers.tolist() == [1, 5]
+    assert pl.sizes.tolist() == [1, 5]
     assert pl.mean_jct == pytest.approx(brute_force_reference(rigid)[0], rel=1e-12)
 
 

@@ -11,9 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hetplace import categories as cat
-from hetplace._core import _categories_nb as nb
-from hetplace._core import _categories_py as py
-from hetplace._core import _rng_nb as rng_nb
+from hetplace._core import _registry
+from hetplace._core._source import load
+
+nb = rng_nb = load("_categories", "numba")  # the single source hetplace/_core/_categories.py, per backend
+py = load("_categories", "python")
 from hetplace.categories import (
     count_categories,
     enumerate_categories,
@@ -36,9 +38,9 @@ from reference import (  # tests/ is on sys.path (pytest rootdir)
     splitmix64_reference,
 )
 
-try:
+if _registry.unavailable("cython") is None:
     from hetplace._core import _categories as cy
-except ImportError:  # pragma: no cover - extension not built
+else:  # pragma: no cover - extension not built
     cy = None
 
 needs_cython = pytest.mark.skipif(cy is None, reason="Cython extension not built "
@@ -72,7 +74,8 @@ def test_rng_without_jit_wraps_around_without_overflow_warnings():
         import warnings
         import numpy as np
         warnings.simplefilter("error", RuntimeWarning)
-        from hetplace._core import _rng_nb as r
+        from hetplace._core._source import load
+        r = load("_categories", "numba")
         print(int(r.splitmix64(np.uint64(0))), int(r.rand_below(np.uint64(2**64 - 1), np.uint64(7), np.uint64(3), 5)))
     """)
     here = str(__import__("pathlib").Path(cat.__file__).resolve().parents[1])  # the hetplace under test
@@ -248,8 +251,7 @@ def test_cython_kernels_can_be_cimported(tmp_path):
     (tmp_path / "use_cats.pyx").write_text(textwrap.dedent("""
         # cython: language_level=3
         from libc.stdint cimport int64_t
-        from hetplace._core._rng cimport rand_u01, rand_below
-        from hetplace._core._categories cimport unrank_category_nogil
+        from hetplace._core._categories cimport rand_u01, rand_below, unrank_category
         from cython.parallel import prange
         import numpy as np
 
@@ -258,7 +260,7 @@ def test_cython_kernels_can_be_cimported(tmp_path):
             cdef double[::1] u = np.zeros(n)
             cdef Py_ssize_t j
             for j in prange(n, nogil=True):
-                unrank_category_nogil(rand_below(7, j, 0, 35), K, S, True, table, out[j])
+                unrank_category(rand_below(7, j, 0, 35), K, S, True, table, out[j])
                 u[j] = rand_u01(7, j, 1)
             return np.asarray(out), np.asarray(u)
     """))
@@ -380,7 +382,7 @@ def test_algorithm_l_matches_list_reference():
     for seed in range(20):
         out = np.empty((N, S), dtype=np.int64)
         ranks = np.empty(N, dtype=np.int64)
-        used = py.sample_uniform_reservoir(seed, C, N, K, S, exact, table.tolist(), out, ranks)
+        used = py.sample_uniform_reservoir(seed, C, N, K, S, exact, table, out, ranks)
         key = py.stream_key(seed, py.STREAM_UNIFORM)
         counter = iter(range(10**9))
         ref = algorithm_l_reference(
@@ -435,9 +437,21 @@ def test_huge_clusters_use_direct_method(K, S):
                               sample_categories(K, S, 16, seed=2, backend="cython"))
 
 
+def _floyd_reference(key, ctr, K, S, exact):
+    """Floyd's subset algorithm with a Python set (the obvious form): ``(sizes, new counter)``."""
+    n, m = (K - 1, S - 1) if exact else (K, S)
+    chosen = set()
+    for j in range(n - m + 1, n + 1):
+        t = 1 + py.rand_below_k(key, ctr, j)
+        ctr += 1
+        chosen.add(j if t in chosen else t)
+    cuts = [0] + sorted(chosen) + ([K] if exact else [])
+    return [b - a for a, b in zip(cuts, cuts[1:])], ctr
+
+
 def test_floyd_byte_map_and_hash_set_agree():
-    """The two set representations of Floyd's algorithm choose the same subset."""
-    for K, S, exact in [(64, 8, True), (3000, 5, False), (50, 50, True), (40, 1, False)]:
+    """The two set representations of Floyd's algorithm choose the same subset as a Python set."""
+    for K, S, exact in [(64, 8, True), (3000, 5, False), (50, 50, True), (40, 1, False), (3000, 40, False)]:
         m = S - 1 if exact else S
         chosen = np.zeros(m + 1, dtype=np.int64)
         mark = np.zeros(K + 1, dtype=np.uint8)
@@ -445,14 +459,14 @@ def test_floyd_byte_map_and_hash_set_agree():
         empty = np.zeros(0, dtype=np.uint8)
         for seed in range(30):
             key = np.uint64(rng_nb.stream_key(np.uint64(seed), np.uint64(5)))
-            a = np.zeros(S, dtype=np.int64)
-            b = np.zeros(S, dtype=np.int64)
-            c = [0] * S
-            ca = nb._floyd_category(key, 0, K, S, exact, mark, small, chosen, a)
-            cb = nb._floyd_category(key, 0, K, S, exact, empty, small, chosen, b)
-            cc = py._floyd_category(int(key), 0, K, S, exact, c)
-            assert a.tolist() == b.tolist() == c and ca == cb == cc
-            assert not mark.any()  # the byte map is left cleared
+            ref, cref = _floyd_reference(int(key), 0, K, S, exact)
+            for mod in (nb, py):
+                a = np.zeros((1, S), dtype=np.int64)
+                b = np.zeros((1, S), dtype=np.int64)
+                ca = mod._floyd_category(key, 0, K, S, exact, mark, small, chosen, a, 0)
+                cb = mod._floyd_category(key, 0, K, S, exact, empty, small, chosen, b, 0)
+                assert a[0].tolist() == b[0].tolist() == ref and ca == cb == cref
+                assert not mark.any()  # the byte map is left cleared
 
 
 def test_direct_method_hash_set_path_backends_identical():
@@ -664,18 +678,16 @@ def test_errors(call, exc, match):
 
 
 def test_missing_cython_backend_message(monkeypatch):
-    import builtins
-
     from hetplace import _core
 
-    real_import = builtins.__import__
+    real = _registry.importlib.import_module
 
-    def fake_import(name, globals=None, locals=None, fromlist=(), level=0):
-        if fromlist and "_categories" in fromlist and name.endswith("_core"):
+    def fake_import(name):
+        if name.endswith("._categories"):
             raise ImportError("not built")
-        return real_import(name, globals, locals, fromlist, level)
+        return real(name)
 
-    monkeypatch.setattr(builtins, "__import__", fake_import)
+    monkeypatch.setattr(_registry.importlib, "import_module", fake_import)
     monkeypatch.setattr(_core, "_warned", False)  # the warning is once per process
     with pytest.raises(MissingDependencyError, match=r"build_ext --inplace.*backend='numba'"):
         cat._backend("cython")

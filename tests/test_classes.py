@@ -1,5 +1,5 @@
-"""SMP on worker classes (the market in hetplace/_core/_classes_nb.py and its Cython twin in
-_smp.pyx; the polish in the single source hetplace/_core/_polish.py).
+"""SMP on worker classes (the market in the single source hetplace/_core/_market.py, the polish
+in the single source hetplace/_core/_polish.py).
 
 * the class grouping is right (identical throughput columns, nothing merged that differs);
 * the class market's first round is welfare-optimal (SciPy's exact assignment on the
@@ -12,11 +12,6 @@ import numpy as np
 import pytest
 
 import hetplace as hp
-from hetplace._core._classes_nb import (
-    class_market,
-    class_market_py,
-    class_market_workspace_size,
-)
 from hetplace._core._registry import BACKENDS, kernels, unavailable
 from hetplace._core._source import load
 from hetplace.smp import class_modes, worker_classes
@@ -24,12 +19,8 @@ from hetplace.smp import class_modes, worker_classes
 from reference import assignment_optimum_reference, is_local_optimum_reference, mean_jct_reference
 from test_smp import needs_cython, random_problem
 
-try:
-    from hetplace._core import _smp as smp_cy
-except ImportError:  # pragma: no cover - extension not built
-    smp_cy = None
-
 AVAILABLE = [b for b in BACKENDS if unavailable(b) is None]
+HAVE_CYTHON = "cython" in AVAILABLE
 _py = load("_polish", "python")
 counts_of, expand_counts, polish_classes_impl = _py.counts_of, _py.expand_counts, _py.polish_classes
 
@@ -62,12 +53,10 @@ def test_class_modes_rule():
 def _market_all(p, classes, sizes, max_rounds):
     rhoC, mc, _, _, _ = classes
     S, C = rhoC.shape
-    nf, ni = class_market_workspace_size(S, C, p.n_workers)
+    nf, ni = kernels("python").class_market_workspace_size(S, C, p.n_workers)
     out = []
-    fns = [("python", class_market_py), ("numba", class_market)]
-    if smp_cy is not None:
-        fns.append(("cython", smp_cy.class_market_kernel))
-    for name, fn in fns:
+    for name in AVAILABLE:
+        fn = kernels(name).class_market_kernel
         cnt = np.zeros((S, C), dtype=np.int64)
         st = np.zeros(2, dtype=np.int64)
         total = fn(rhoC, p.work, p.comm_time, mc, sizes, max_rounds, cnt, st, np.empty(nf), np.empty(ni, dtype=np.int64))
@@ -235,7 +224,7 @@ def _speeds_problem(seed):
 def test_speed_bucket_placements_agree_across_backends_and_threads(seed, buckets_always):
     p = _speeds_problem(seed)
     runs = {b: hp.place(p, method="smp", seed=seed, backend=b, samples=8) for b in ("python", "numba")}
-    if smp_cy is not None:
+    if HAVE_CYTHON:
         runs["cython"] = hp.place(p, method="smp", seed=seed, backend="cython", samples=8)
         two = hp.place(p, method="smp", seed=seed, backend="cython", samples=8, threads=2)
         np.testing.assert_array_equal(two.worker_job, runs["cython"].worker_job)

@@ -505,7 +505,7 @@ def test_exact_methods_honour_small_batches(seed):
         res = solve_exact(p, method=method, solver=solver)
         assert res.status == "optimal", (method, solver, res)
         assert _close(res.objective, ref, CPSAT_REL if solver == "cp-sat" else REL), (method, solver, res, ref)
-        assert np.all(res.placement.n_workers <= p.max_workers)
+        assert np.all(res.placement.sizes <= p.max_workers)
 
 
 # ---------------------------------------------------------------- (8) time limits that hold

@@ -65,6 +65,7 @@ def _certify(problem, pl):
 
 def _methods(problem):
     yield "greedy", {}
+    yield "keep-greedy", {}
     yield "equal", {}
     yield "random", {}
     for backend in ("cython", "numba", "python"):
@@ -98,14 +99,18 @@ PARAMS = {
     "grad_bytes": hostile_vector(2),
     "bandwidth": st.one_of(mostly_ordinary, hostile_scalar),
     "worker_speed": hostile_vector(4, st.one_of(st.floats(0.01, 1.0), hostile_scalar)),
+    "current": hostile_vector(4, st.one_of(st.integers(-3, 3), hostile_scalar)),
+    "restart_time": hostile_vector(2, st.one_of(mostly_ordinary, hostile_scalar)),
 }
+#: Parameters that need others to mean anything: restart_time needs a running placement.
+NEEDS = {"restart_time": {"current": [0, 1, -1, 1]}}
 
 
 @pytest.mark.parametrize("param", sorted(PARAMS))
 @FUZZ_SETTINGS
 @given(data=st.data())
 def test_problem_with_one_hostile_parameter_is_rejected_or_placed_right(param, data):
-    kw = dict(BASE)
+    kw = dict(BASE, **NEEDS.get(param, {}))
     kw[param] = data.draw(PARAMS[param], label=param)
     problem = _build(kw)
     if problem is not None:

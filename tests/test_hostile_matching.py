@@ -35,10 +35,10 @@ from hetplace.errors import HetplaceError
 from hetplace.matching import deferred_acceptance, is_stable, market_category
 
 try:
-    from hetplace._core import _categories as _cy_cat  # noqa: F401
-    from hetplace._core import _matching as _cy_match  # noqa: F401
+    from hetplace._core import _market as _cy_match  # noqa: F401
+    from hetplace._core._registry import unavailable
 
-    HAVE_CYTHON = True
+    HAVE_CYTHON = unavailable("cython") is None  # compiled, not the single sources' .py imported in their place
 except ImportError:  # pragma: no cover - extensions not built
     HAVE_CYTHON = False
 

@@ -21,12 +21,9 @@ from hetplace.errors import (
 from hetplace.matching import deferred_acceptance, is_stable, market_category
 from hetplace.placement import evaluate
 
-try:
-    from hetplace._core import _matching as _cy  # noqa: F401
+from hetplace._core._registry import kernels, unavailable
 
-    HAVE_CYTHON = True
-except ImportError:  # pragma: no cover - extension not built
-    HAVE_CYTHON = False
+HAVE_CYTHON = unavailable("cython") is None
 
 BACKENDS = ["python", "numba"] + (["cython"] if HAVE_CYTHON else [])
 #: relative tolerance of the welfare comparison: the price form is exact, so
@@ -238,20 +235,14 @@ def test_backends_identical_market_category(form):
 
 def test_backends_identical_kernels_direct():
     """The kernels themselves, including the preference lists and the work buffers reused."""
-    from hetplace._core import _matching_nb, _matching_py
-
-    mods = [_matching_py, _matching_nb] + ([_cy] if HAVE_CYTHON else [])
+    mods = [kernels(b) for b in BACKENDS]
     for seed in range(20):
         rho, work, comm, sizes = random_category(seed, S=6, K=40)
         S, K = rho.shape
-        nf, ni = _matching_py.market_workspace_size(S, K)
+        nf, ni = mods[0].market_workspace_size(S, K)
         results = []
         for mod in mods:
-            jo = np.empty((S, K), dtype=np.int64)
-            ol = np.empty(S, dtype=np.int64)
-            wr = np.empty((S, K))
-            mod.job_order_kernel(rho, 0.0, jo, ol, np.empty(K, dtype=np.int64))
-            mod.relative_rank_kernel(rho, wr)
+            jo, ol, wr = mod.ordinal_preferences(rho)
             fws = np.full(nf, np.nan)
             iws = np.full(ni, -7, dtype=np.int64)
             row = [jo.tobytes(), ol.tobytes(), wr.tobytes()]
@@ -407,7 +398,7 @@ def test_market_category_total_is_the_model_objective():
             continue
         placed = evaluate(p, res.worker_job)
         assert res.total_jct == pytest.approx(placed.mean_jct * S, rel=1e-12)
-        assert placed.n_workers.tolist() == sizes.tolist()
+        assert placed.sizes.tolist() == sizes.tolist()
 
 
 def test_market_category_gavel_instances():
@@ -531,16 +522,12 @@ def test_market_category_errors(kwargs, error, match):
 
 
 def test_cython_backend_missing_is_explained(monkeypatch):
-    import builtins
+    import sys
 
-    real_import = builtins.__import__
+    from hetplace import _core
 
-    def fake_import(name, globals=None, locals=None, fromlist=(), level=0):
-        if fromlist and "_matching" in fromlist and level == 1:
-            raise ImportError("not built")
-        return real_import(name, globals, locals, fromlist, level)
-
-    monkeypatch.setattr(builtins, "__import__", fake_import)
+    monkeypatch.delattr(_core, "_market", raising=False)
+    monkeypatch.setitem(sys.modules, "hetplace._core._market", None)  # the import fails as if not built
     with pytest.raises(MissingDependencyError, match=r"backend='cython' needs the compiled extension .*build_ext --inplace"):
         deferred_acceptance(V, [1, 1], backend="cython")
     # "auto" falls back to numba

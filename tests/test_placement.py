@@ -23,7 +23,7 @@ def problem():
 def test_evaluate_by_hand(problem):
     pl = hp.evaluate(problem, [0, 1, 0, 0, 1])
     np.testing.assert_array_equal(pl.type_counts, [[1, 2, 0], [1, 0, 1]])
-    np.testing.assert_allclose(pl.throughput, [50.0, 13.0])
+    np.testing.assert_allclose(pl.aggregate_throughput, [50.0, 13.0])
     jct0 = 100 * (64 / 50 + 2 * (2 / 3) * 1e6 / 1e8)
     jct1 = 1000 * (32 / 13 + 2 * (1 / 2) * 2e6 / 1e8)
     np.testing.assert_allclose(pl.jct, [jct0, jct1])
@@ -176,12 +176,12 @@ def test_baselines_match_the_worker_level_reference():
 def test_baselines_honour_max_workers(method):
     p = hp.Problem(throughput=[[1, 2]], type_counts=[4, 4], batch=[2], iterations=[10])
     pl = hp.place(p, method=method, seed=0)
-    assert 1 <= pl.n_workers[0] <= 2
+    assert 1 <= pl.sizes[0] <= 2
     if method == "greedy":
         np.testing.assert_array_equal(pl.type_counts, [[0, 2]])
         assert pl.mean_jct == 5.0
     for q in _baseline_instances():
-        assert np.all(hp.place(q, method=method, seed=1).n_workers <= q.max_workers)
+        assert np.all(hp.place(q, method=method, seed=1).sizes <= q.max_workers)
 
 
 def test_matching_seed_of_thousands_of_jobs_does_not_recurse():
@@ -194,7 +194,7 @@ def test_matching_seed_of_thousands_of_jobs_does_not_recurse():
     p = hp.Problem(rho, [2999, 1], np.full(3000, 8), np.ones(3000))
     wj = _seed_by_matching(p)
     assert hp.is_feasible(p, wj) and np.all(np.bincount(wj[wj >= 0]) == 1)
-    assert hp.place(p, method="equal").n_workers.min() == 1
+    assert hp.place(p, method="equal").sizes.min() == 1
 
 
 # ------------------------------------------------------------ numeric range edges

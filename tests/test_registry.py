@@ -191,3 +191,25 @@ def test_cython_path_imports_no_numba():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
     loaded, _ = out.stdout.split()
     assert loaded == "False", out.stdout
+
+
+def test_one_error_for_a_missing_cython_backend_everywhere(monkeypatch):
+    """place, deferred_acceptance and sample_categories raise the same error, caught as either parent."""
+    import hetplace as hp
+    from hetplace._core import _registry
+    from hetplace.data import default_problem
+    from hetplace.errors import BackendUnavailableError, InvalidOptionError, MissingDependencyError
+
+    monkeypatch.setattr(_registry, "unavailable",
+                        lambda b: ("_polish", ImportError("not built")) if b == "cython" else None)
+    p = default_problem()
+    calls = [
+        lambda: hp.place(p, method="smp", backend="cython"),
+        lambda: hp.deferred_acceptance(np.ones((2, 3)), [1, 1], backend="cython"),
+        lambda: hp.deferred_acceptance(np.ones((2, 3)), [1, 1], form="ordinal", backend="cython"),
+        lambda: hp.sample_categories(8, 3, 4, seed=0, backend="cython"),
+    ]
+    for call in calls:
+        with pytest.raises(BackendUnavailableError, match="backend='cython'") as info:
+            call()
+        assert isinstance(info.value, InvalidOptionError) and isinstance(info.value, MissingDependencyError)

@@ -31,7 +31,7 @@ from hetplace.baselines import greedy_placement, keep_greedy_placement, random_p
 from hetplace.errors import InvalidProblemError
 
 from instances import gavel_problem, tiny_random
-from reference import brute_force_reference, mean_jct_reference
+from reference import brute_force_reference, objective_reference, restarted_reference
 
 REL = 1e-9  # SCIP / HiGHS / DP vs brute force (relative, on the mean JCT)
 CPSAT_REL = 1e-5  # CP-SAT's continuous variables live on a 1e-6 grid (hetplace.exact)
@@ -151,23 +151,6 @@ def plain(seed):
 
 
 # ---------------------------------------------------------------- references
-def restarted_reference(problem, worker_job):
-    """(S,) bool from the definition: a running job whose set of workers differs from its current set."""
-    worker_job = np.asarray(worker_job)
-    out = np.zeros(problem.n_jobs, dtype=bool)
-    for i in range(problem.n_jobs):
-        now = set(np.flatnonzero(problem.current == i).tolist())
-        out[i] = bool(now) and now != set(np.flatnonzero(worker_job == i).tolist())
-    return out
-
-
-def objective_reference(problem, worker_job):
-    """Mean of ``JCT_i + restart_time_i * restarted_i`` (inf if infeasible), from the definitions."""
-    value = mean_jct_reference(problem, worker_job)
-    lost = np.where(restarted_reference(problem, worker_job), problem.restart_time, 0.0)
-    return value + float(lost.sum()) / problem.n_jobs
-
-
 def brute_reference(problem):
     """Best ``(objective, worker_job)`` over all ``(S+1)**K`` maps (itertools.product)."""
     return brute_force_reference(problem, objective_reference)

@@ -130,7 +130,7 @@ def test_restarted_is_a_direct_set_comparison(seed):
         for i in range(p.n_jobs):
             now, before = set(np.flatnonzero(pl.worker_job == i)), set(np.flatnonzero(p.current == i))
             assert pl.restarted[i] == (bool(before) and now != before)
-        base = p.work / pl.throughput + p.comm_time[np.arange(p.n_jobs), pl.n_workers]
+        base = p.work / pl.aggregate_throughput + p.comm_time[np.arange(p.n_jobs), pl.sizes]
         assert pl.mean_jct == pytest.approx(float(np.mean(base + p.restart_cost * pl.restarted)), rel=1e-12)
         assert pl.n_restarts == int(pl.restarted.sum())
 
@@ -218,8 +218,8 @@ def test_keep_rows_keeps_every_job_it_can_and_changes_no_jct(seed):
         loss = kernels(b).keep_rows(class_of, members, cls_start, p.current, p.restart_cost, curC, out, 1)
         for s, r in enumerate(out):
             after = hp.evaluate(p, r)
-            assert np.array_equal(after.n_workers, before[s].n_workers)
-            assert np.allclose(after.throughput, before[s].throughput, rtol=1e-13, atol=0)
+            assert np.array_equal(after.sizes, before[s].sizes)
+            assert np.allclose(after.aggregate_throughput, before[s].aggregate_throughput, rtol=1e-13, atol=0)
             cnt = np.zeros_like(curC)
             np.add.at(cnt, (r[r >= 0], class_of[r >= 0]), 1)
             assert after.restarted.tolist() == (p.running & (cnt != curC).any(axis=1)).tolist()
@@ -277,3 +277,51 @@ def test_smp_near_brute_force_with_per_worker_speeds(event):
         assert pl.mean_jct >= exact.objective * (1 - 1e-9)
         gaps.append(pl.mean_jct / exact.objective - 1)
     assert np.mean(gaps) <= 0.005 and np.max(gaps) <= 0.0204
+
+
+@pytest.mark.parametrize("event", ["arrival", "departure"])
+def test_speed_buckets_leave_kept_jobs_alone_even_when_a_bucket_is_all_kept(event):
+    # regression: _sort_buckets indexed an empty bucket (IndexError) once kept jobs' workers were left out
+    p = replacement_instance(5, 1024, 64, TABLE, family="speeds", event=event)
+    pl = hp.place(p, method="smp", seed=0)
+    assert pl.info["speed_buckets"] == 3  # the approximate bucket path ran
+    kept = p.running & ~pl.restarted
+    assert kept.sum() >= p.running.sum() - 8
+    for i in np.flatnonzero(kept):
+        assert np.array_equal(np.flatnonzero(pl.worker_job == i), np.flatnonzero(p.current == i))
+    assert pl.mean_jct <= hp.place(p, method="keep-greedy").mean_jct * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_replacement_with_down_workers_and_bounds_every_method_agrees_with_brute_force(seed):
+    """Re-placement combined with workers that went down and size bounds (rigid jobs too)."""
+    rng = np.random.default_rng(seed)
+    base = replacement(seed, 7, 2 + seed % 2, speeds=seed % 2 == 0, current="random")
+    d = base.to_dict()
+    down = rng.choice(base.n_workers, size=1 + seed % 2, replace=False)
+    avail = np.ones(base.n_workers, dtype=bool)
+    avail[down] = False
+    d["available"] = avail.tolist()
+    S = base.n_jobs
+    lo = np.ones(S, dtype=int)
+    hi = np.full(S, base.n_workers)
+    lo[0] = hi[0] = 2 if seed % 3 == 0 else 1  # a rigid job in some seeds
+    hi[-1] = 3
+    d["min_workers"], d["max_workers"] = lo.tolist(), hi.tolist()
+    try:
+        p = hp.Problem(**d)
+    except hp.errors.InvalidProblemError:
+        pytest.skip("the draw left too few workers for the bounds")
+    opt = hp.solve_exact(p, method="brute")
+    assert opt.status == "optimal"
+    for method, kw in (("smp", {}), ("exact", {"exact_method": "milp"}), ("keep-greedy", {}), ("greedy", {})):
+        pl = hp.place(p, method=method, seed=seed, **kw)
+        assert not (pl.worker_job[~p.available] >= 0).any()
+        assert np.all((pl.sizes >= p.min_workers) & (pl.sizes <= p.max_workers))
+        assert pl.mean_jct >= opt.objective * (1 - 1e-9)
+        lost = p.running & (np.bincount(p.current[(p.current >= 0) & ~p.available], minlength=S) > 0)
+        assert pl.restarted[lost].all()  # a job that lost a worker restarts whatever the method
+        if method == "exact":
+            assert pl.mean_jct == pytest.approx(opt.objective, rel=1e-6)
+        if method == "smp":
+            assert pl.mean_jct <= opt.objective * 1.0204

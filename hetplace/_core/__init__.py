@@ -4,7 +4,7 @@ Kernels assume clean, typed, C-contiguous arrays and never validate: the public
 modules (``hetplace.*``) validate every input before calling them.  Numba kernels
 live in ``_*_nb.py`` modules (compiled lazily, on first call, with on-disk caching);
 Cython kernels in ``_*.pyx`` modules (compiled by ``pip install``).  Single-source
-kernels (``_polish.py``) are written once in Cython's pure-Python mode and serve
+kernels (``_market.py``, ``_polish.py``, ``_ordinal.py``) are written once in Cython's pure-Python mode and serve
 all three backends (:mod:`._source`); :mod:`._registry` gives every backend the
 same set of kernels.
 

@@ -19,7 +19,7 @@ not available -- the one error and message for that case.
 import importlib
 import types
 
-__all__ = ["BACKENDS", "KERNEL_NAMES", "kernels", "unavailable"]
+__all__ = ["BACKENDS", "KERNEL_NAMES", "kernels", "resolve", "unavailable"]
 
 #: Every backend, in the order "auto" tries them.
 BACKENDS = ("cython", "numba", "python")
@@ -28,8 +28,15 @@ BACKENDS = ("cython", "numba", "python")
 _SINGLE_SOURCE = {
     "_polish": ("polish", "polish_rows", "polish_classes", "polish_rows_classes", "keep_rows", "expand_keep"),
     "_ordinal": ("ordinal_match",),
+    "_market": ("FORM_PRICE", "FORM_ORDINAL", "auction_workspace_size", "market_workspace_size",
+                "class_market_workspace_size", "auction_kernel", "ordinal_preferences", "market_category_kernel",
+                "class_market_kernel", "run_samples", "run_samples_classes"),
+    "_categories": ("rank_category", "unrank_category", "unrank_categories", "enumerate_categories",
+                    "sample_uniform_reservoir", "sample_uniform_direct", "sample_weighted_enum",
+                    "sample_weighted_perturb"),
 }
-#: Cython-only extensions the compiled backend also needs (their kernels are not registered yet).
+#: Cython-only extensions the compiled backend also needs: ``_smp`` holds OpenMP's thread
+#: limit (``max_threads``), which Cython's pure-Python mode cannot reach portably.
 _CYTHON_EXTRAS = ("_smp",)
 
 #: The names every ``kernels(backend)`` namespace has.
@@ -71,16 +78,16 @@ def kernels(backend):
 
     Raises
     ------
-    InvalidOptionError
+    BackendUnavailableError
         ``backend`` is ``"cython"`` and its extensions are not built (or a
         build failed and left plain Python in their place).
     """
     missing = unavailable(backend)  # every time (a few dict look-ups): an extension can go missing
     if missing is not None:
-        from ..errors import InvalidOptionError
+        from ..errors import BackendUnavailableError
         from . import missing_compiled_message
 
-        raise InvalidOptionError(missing_compiled_message(missing[0], missing[1], what=f"backend={backend!r}"))
+        raise BackendUnavailableError(missing_compiled_message(missing[0], missing[1], what=f"backend={backend!r}"))
     if backend in _cache:
         return _cache[backend]
     if backend == "cython":
@@ -95,3 +102,26 @@ def kernels(backend):
             setattr(table, k, getattr(modules[name], k))
     _cache[backend] = table
     return table
+
+
+def resolve(backend):
+    """``(name, kernels(name))`` for a validated ``backend`` of ``BACKENDS`` or ``"auto"``.
+
+    ``"auto"`` is ``"cython"`` when its extensions are built, else ``"numba"``
+    with the package's one warning (:func:`hetplace._core.warn_missing_compiled`);
+    an explicit ``"cython"`` that is not built raises
+    :class:`~hetplace.errors.BackendUnavailableError` (from :func:`kernels`).
+    The one backend resolution of the package: SMP, the categories and the
+    matching all call it.
+    """
+    name = backend
+    if backend == "auto":
+        missing = unavailable("cython")
+        if missing is None:
+            name = "cython"
+        else:
+            from . import warn_missing_compiled
+
+            warn_missing_compiled(*missing)
+            name = "numba"
+    return name, kernels(name)

@@ -16,11 +16,19 @@ name (``backend="cython"``).  :func:`load` runs the same file two more ways:
     options, so ``prange(n, nogil=True, ...)`` is compiled as ``prange(n)``.
 
 In both, ``import cython`` and ``from cython.parallel import prange`` are
-served by :data:`_SHIM`, a stand-in of the few names a kernel source may use
-(decorators and ``with cython.nogil`` do nothing, ``cython.declare(type,
-value)`` is ``value``, ``cython.compiled`` is False): Cython is needed to
-build hetplace, not to run it.  Annotations are not evaluated (the sources
-use ``from __future__ import annotations``).
+served by a stand-in of the few names a kernel source may use (decorators and
+``with cython.nogil`` do nothing, ``cython.compiled`` is False): Cython is
+needed to build hetplace, not to run it.  Annotations are not evaluated (the
+sources use ``from __future__ import annotations``).  The C types
+``ulonglong``, ``longlong``, ``Py_ssize_t`` and ``double`` also convert, so
+``cython.cast(type, x)`` and ``cython.declare(type, value)`` give a value of
+that type (and so do ``int64_t`` and ``uint64_t`` of
+``cython.cimports.libc.stdint``): a NumPy scalar under Numba (where ``uint64`` mixed with ``int64``
+would silently become ``float64``), and a Python int masked to 64 bits (or a
+float) as plain Python (:data:`_SHIM`), so unsigned arithmetic wraps the same
+way in every backend.  ``from cython.cimports.libc.math import log, ...`` is
+served by the C library's functions as Python's :mod:`math` has them (``floor``
+returning a float, as C's does).
 
 Numba's on-disk cache keys on the source file, which is the real ``.py``; the
 compiled namespace is registered as ``hetplace._core.<name>_numba`` because
@@ -29,6 +37,7 @@ Numba re-imports a function's module by name when it loads a cached kernel.
 
 import ast
 import builtins
+import math
 import os
 import sys
 import types
@@ -62,32 +71,112 @@ def _prange(*args, **options):
     return range(*args)
 
 
-def _make_shim():
+class _CType:
+    """A C type of the shim: named in annotations, a conversion in ``cython.cast`` and ``cython.declare``."""
+
+    def __init__(self, convert):
+        self.convert = convert
+
+    def __call__(self, value):
+        return self.convert(value)
+
+    def __getitem__(self, item):  # cython.double[::1] outside an annotation
+        return self
+
+
+_MASK64 = (1 << 64) - 1
+#: C types as plain Python: integers wrap to 64 bits as C's do.
+_PY_TYPES = {
+    "ulonglong": lambda x: int(x) & _MASK64,
+    "longlong": lambda x: ((int(x) + (1 << 63)) & _MASK64) - (1 << 63),
+    "double": float,
+}
+_PY_TYPES["Py_ssize_t"] = _PY_TYPES["int64_t"] = _PY_TYPES["longlong"]
+_PY_TYPES["uint64_t"] = _PY_TYPES["ulonglong"]
+#: The C types of ``cython.cimports.libc.stdint`` (the rest are ``cython.<name>``).
+_STDINT = ("int64_t", "uint64_t")
+
+
+def _c_floor(x):
+    """C's ``floor``: a float (Python's returns an int, and raises on inf and nan)."""
+    return x if math.isinf(x) or math.isnan(x) else float(math.floor(x))
+
+
+def _libc(floor, ctypes):
+    """``cython.cimports.libc.math`` and ``.stdint`` of a backend: C's math functions as :mod:`math` has them, and its int types."""
+    libm = types.ModuleType("cython.cimports.libc.math", "C math functions of a single-source kernel (see _source).")
+    for name in ("log", "log1p", "exp", "sqrt", "fabs"):
+        setattr(libm, name, getattr(math, name))
+    libm.floor, libm.INFINITY, libm.NAN = floor, math.inf, math.nan
+    stdint = types.ModuleType("cython.cimports.libc.stdint", "C integer types of a single-source kernel (see _source).")
+    for name in _STDINT:
+        setattr(stdint, name, ctypes[name])
+    return {"cython.cimports.libc.math": libm, "cython.cimports.libc.stdint": stdint}
+
+
+def _make_shim(ctypes=None, cast=None):
     shim = types.ModuleType("cython", "Stand-in for Cython's names in single-source kernels (see _source).")
     noop = _NoOp()
     for name in ("cfunc", "ccall", "inline", "nogil", "gil", "exceptval", "boundscheck", "wraparound",
                  "cdivision", "initializedcheck", "locals", "returns", "final"):
         setattr(shim, name, noop)
-    shim.__getattr__ = lambda name: noop  # C types (cython.double, ...): only ever named, never used
+    def other_type(name):  # other C types (cython.uchar, ...): only ever named, never used
+        if name.startswith("_"):  # not a C type: e.g. Numba's _numba_type_ probe of a global it compiles
+            raise AttributeError(name)
+        return noop
+
+    shim.__getattr__ = other_type
+    ctypes = {k: _CType(f) for k, f in _PY_TYPES.items()} if ctypes is None else ctypes
+    for name, ctype in ctypes.items():
+        if name not in _STDINT:
+            setattr(shim, name, ctype)
+    known = tuple(ctypes.values())
     shim.compiled = False
-    shim.declare = lambda ctype=None, value=None, **kw: value
+    shim.declare = lambda ctype=None, value=None, **kw: ctype(value) if value is not None and any(
+        ctype is t for t in known) else value
+    shim.cast = cast if cast is not None else (lambda ctype, value, typecheck=False: ctype(value))
     shim.parallel = types.ModuleType("cython.parallel")
     shim.parallel.prange = _prange
+    shim.libc = _libc(_c_floor, ctypes)
     return shim
 
 
 _SHIM = _make_shim()
 
 
-def _importer(parallel_module):
-    """``__import__`` of a single-source module: ``cython`` names from the shim, the rest as usual."""
+def _numba_shim(numba, np):
+    """The shim of the Numba compilation: C types are NumPy's, ``cython.cast`` a jitted conversion."""
+    ctypes = {"ulonglong": np.uint64, "longlong": np.int64, "Py_ssize_t": np.intp, "double": np.float64,
+              "uint64_t": np.uint64, "int64_t": np.int64}
+
+    @numba.njit(inline="always")
+    def cast(ctype, value):
+        return ctype(value)
+
+    shim = _make_shim(ctypes, cast)
+    shim.libc = _libc(np.floor, ctypes)
+    return shim
+
+
+def _importer(shim, parallel_module, backend):
+    """``__import__`` of a single-source module: ``cython`` names from the shim, the rest as usual.
+
+    ``from cython.cimports.hetplace._core.<name> import f`` (a kernel of another
+    single-source module, declared in its ``.pxd`` for Cython) imports ``f`` from
+    :func:`load` ``(<name>, backend)``: the same backend's compilation.
+    """
     real = builtins.__import__
+    cimports = "cython.cimports." + __package__ + "."
 
     def _import(name, globals=None, locals=None, fromlist=(), level=0):
         if level == 0 and name == "cython":
-            return _SHIM
+            return shim
+        if level == 0 and name.startswith(cimports) and fromlist:
+            return load(name[len(cimports):], backend)
         if level == 0 and name == "cython.parallel":
-            return parallel_module if fromlist else _SHIM
+            return parallel_module if fromlist else shim
+        if level == 0 and name in shim.libc:
+            return shim.libc[name]
         return real(name, globals, locals, fromlist, level)
 
     return _import
@@ -174,17 +263,22 @@ def load(name, backend):
                if isinstance(node, ast.FunctionDef) and _is_kernel(node)}
     if backend == "numba":
         import numba
+        import numpy as np
 
         from ._jit import JIT
 
         tree = ast.fix_missing_locations(_PlainPrange().visit(tree))
+        # with the JIT off the kernels run as Python: Python's ints then wrap as C's do, without
+        # NumPy's overflow warnings of the intended uint64 wrap-around
+        shim = _SHIM if numba.config.DISABLE_JIT else _numba_shim(numba, np)
         parallel = types.ModuleType("cython.parallel")
         parallel.prange = numba.prange
     else:
+        shim = _SHIM
         parallel = _SHIM.parallel
     module = types.ModuleType(f"{__package__}.{name}_{backend}", f"{name}.py compiled for backend={backend!r} (see _source).")
     module.__file__ = path
-    module.__dict__["__builtins__"] = dict(builtins.__dict__, __import__=_importer(parallel))
+    module.__dict__["__builtins__"] = dict(builtins.__dict__, __import__=_importer(shim, parallel, backend))
     exec(compile(tree, path, "exec"), module.__dict__)
     if backend == "numba":
         for fname, (par, inline) in kernels.items():
