@@ -9,7 +9,7 @@ import pytest
 from hetplace.data import load_gavel
 from hetplace.errors import HetplaceError, InvalidOptionError, InvalidProblemError
 from hetplace.online import (
-    ClusterState, Job, ProgressModel, gavel_trace, lower_bound, make_policy, read_trace, simulate, write_trace,
+    ClusterState, Job, JobState, ProgressModel, gavel_trace, lower_bound, make_policy, read_trace, simulate, write_trace,
 )
 from hetplace.online.simulator import _map_gpus, _Run
 
@@ -332,6 +332,17 @@ def test_smp_measured_size_is_the_fastest_measured_count_on_an_empty_cluster():
     pol = Recording(make_policy("smp", sizing="range"))
     simulate([lm], {"v100": 4}, pol, progress=False)
     assert sum(pol.log[0][1][0].values()) >= 1
+
+
+def test_smp_resizes_a_job_off_a_type_without_a_figure_at_its_new_size():
+    # ResNet-50 (batch size 128) has a K80 figure on 1 GPU only: running on a K80, then sized up, the
+    # K80 is not offered to SMP as a GPU the job could keep (regression: Problem rejected `current`)
+    job = Job(0, "ResNet-50 (batch size 128)", 0.0, 1e6, 1, math.nan)
+    running = JobState(job, 10.0, {"k80": 1}, 360.0, 360.0, {"k80": 1}, 0, {"k80": (0,)}, 0.0)
+    cluster = {"v100": 2, "k80": 1}
+    state = ClusterState(360.0, 360.0, cluster, (running,), ProgressModel(TABLE), TABLE, 1)
+    out = make_policy("smp").decide(state)
+    assert out == {0: {"v100": 2}}  # 2 V100s run it faster than its K80, which has no 2-GPU figure
 
 
 @pytest.mark.parametrize("options, match", [

@@ -223,7 +223,8 @@ class SMPPolicy:
             iters[i] = max(s.remaining_steps, 1e-9)
             rt[i] = max(state.progress.restart_time(s.job.model), self.restart_floor)
             for g, idx in s.gpus.items():
-                if g in offset:
+                # a GPU the job cannot use at this round's size (no table figure there) is not kept
+                if g in offset and rho[i, types.index(g)] > 0:
                     current[offset[g] + np.asarray(idx, dtype=np.int64)] = i
         problem = Problem(rho, counts, batch, iters, grad_bytes=grad, bandwidth=_BANDWIDTH,
                           min_workers=lo, max_workers=hi, current=current, restart_time=rt)
