@@ -2,10 +2,10 @@
 
     PYTHONPATH=. nice -n 10 python benchmarks/online_table.py --out online-table --workers 2
 
-runs every policy on trace seed 0 and Gavel's four policies and ``smp`` on seed 1 too (56
-simulations, about 40 minutes with 2 workers on the project's busy 2-core machine; Sia's
-programme is left out by default: at about 60 ms a round it takes over 10 minutes a run,
-``--policies ... sia`` adds it).  Each (trace, rate, policy, seed) is one ``hetplace.online.simulate`` run of 6,000 jobs on
+runs every policy on trace seed 0 and Gavel's four policies and ``smp`` on seed 1 too (60
+simulations: about 40 minutes with 2 workers on the project's busy 2-core machine, plus about
+8 minutes for the four runs of the Sia-like programme, which solves a CP-SAT model every
+round).  Each (trace, rate, policy, seed) is one ``hetplace.online.simulate`` run of 6,000 jobs on
 36:36:36 with jobs 4000-4999 measured (Gavel's setup, docs/online.md §8), run on the
 executors of ``hetplace simulate``.  Finished runs are cached as
 ``OUT/<trace>_<policy>_rate<r>_seed<s>.json`` and not run again, so the table can be
@@ -31,7 +31,7 @@ GAVEL = {
     ("multi", 2.6): {"las": 70.54, "las-aware": 36.44, "ftf": 64.38, "ftf-aware": 33.90},
 }
 SETUPS = (("single", 2.0), ("single", 4.8), ("multi", 1.0), ("multi", 2.6))
-POLICIES = ("las", "las-aware", "ftf", "ftf-aware", "fifo", "fifo-aware", "allox", "smp-rigid", "smp")
+POLICIES = ("las", "las-aware", "ftf", "ftf-aware", "fifo", "fifo-aware", "allox", "sia", "smp-rigid", "smp")
 #: Policies also run on ``--extra-seeds``: those Gavel publishes figures for, and ours.
 EXTRA_POLICIES = ("las", "las-aware", "ftf", "ftf-aware", "smp")
 CLUSTER = {"v100": 36, "p100": 36, "k80": 36}
