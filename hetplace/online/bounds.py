@@ -5,7 +5,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import is_real_scalar
 from ..errors import InvalidOptionError
 
 __all__ = ["LowerBound", "lower_bound"]
@@ -68,18 +67,10 @@ def lower_bound(trace, cluster, table=None, measure=None, round_s=360.0, rigid=F
     whatever the policy.  It ignores that jobs compete for the GPUs, so near
     saturation the gap to any policy is mostly queueing.
     """
-    from ..data import GavelTable, load_gavel
     from .progress import ProgressModel
-    from .simulator import _measure_iv, _trace_iv, parse_cluster
+    from .simulator import _measure_iv, _setup_iv, _trace_iv
 
-    if table is None:
-        table = load_gavel()
-    elif not isinstance(table, GavelTable):
-        raise InvalidOptionError(f"table must be a hetplace.data.GavelTable or None; got {type(table).__name__}.")
-    cluster = parse_cluster(cluster, table)
-    if not is_real_scalar(round_s) or not (0 < float(round_s) < math.inf):
-        raise InvalidOptionError(f"round_s must be a positive, finite number of seconds; got {round_s!r}.")
-    round_s = float(round_s)
+    table, cluster, round_s = _setup_iv(table, cluster, round_s)
     if not isinstance(rigid, (bool, np.bool_)):
         raise InvalidOptionError(f"rigid must be True or False; got {rigid!r}.")
     jobs = _trace_iv(trace, table)

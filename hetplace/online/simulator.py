@@ -266,6 +266,20 @@ def _reset(policy, seed):
         reset()
 
 
+def _setup_iv(table, cluster, round_s):
+    """``(table, cluster, round_s)`` validated: the table (default Gavel's), the cluster dict, seconds per round."""
+    from ..data import GavelTable, load_gavel
+
+    if table is None:
+        table = load_gavel()
+    elif not isinstance(table, GavelTable):
+        raise InvalidOptionError(f"table must be a hetplace.data.GavelTable or None; got {type(table).__name__}.")
+    cluster = parse_cluster(cluster, table)
+    if not is_real_scalar(round_s) or not (0 < float(round_s) < math.inf):
+        raise InvalidOptionError(f"round_s must be a positive, finite number of seconds; got {round_s!r}.")
+    return table, cluster, float(round_s)
+
+
 def simulate(trace, cluster, policy, round_s=360, restart="none", table=None, measure=None, seed=0, progress=True):
     """Simulate ``policy`` on ``trace`` on ``cluster``, round by round.
 
@@ -315,18 +329,10 @@ def simulate(trace, cluster, policy, round_s=360, restart="none", table=None, me
     exact moment its steps run out (its GPUs stay idle for the rest of the
     round).  docs/online.md §3.
     """
-    from ..data import GavelTable, load_gavel
     from . import make_policy
     from .result import SimulationResult
 
-    if table is None:
-        table = load_gavel()
-    elif not isinstance(table, GavelTable):
-        raise InvalidOptionError(f"table must be a hetplace.data.GavelTable or None; got {type(table).__name__}.")
-    cluster = parse_cluster(cluster, table)
-    if not is_real_scalar(round_s) or not (0 < float(round_s) < math.inf):
-        raise InvalidOptionError(f"round_s must be a positive, finite number of seconds; got {round_s!r}.")
-    round_s = float(round_s)
+    table, cluster, round_s = _setup_iv(table, cluster, round_s)
     seed = check_seed(seed)
     if not isinstance(progress, (bool, np.bool_)):
         raise InvalidOptionError(f"progress must be True or False; got {progress!r}.")
