@@ -8,6 +8,7 @@ types mixed; ``"smp-rigid"`` keeps the trace's GPU counts and lets SMP choose
 the types and the GPUs.
 """
 
+import heapq
 import math
 
 import numpy as np
@@ -19,10 +20,13 @@ __all__ = ["SMPPolicy", "SMPRigidPolicy", "OUR_POLICIES", "ADMISSION", "SIZING"]
 
 #: Admission orders when more jobs are waiting than a Problem can hold.
 ADMISSION = ("las", "srpt", "fifo")
-#: How "smp" sizes jobs: each round a measured count per job (default), or any size in a range.
-SIZING = ("measured", "range")
+#: How "smp" sizes jobs each round: measured counts by marginal gain (default), each job's fastest
+#: measured count in admission order, or any size in a range.
+SIZING = ("marginal", "measured", "range")
 #: Bandwidth (bytes/s) of the policy's Problem; the gradient sizes are fitted to it (see ``_comm_per_step``).
 _BANDWIDTH = 1e9
+#: Value multiplier of a job behind its fair share (``fairness``): it outranks every other move.
+_LATE_BOOST = 1e6
 
 
 class SMPPolicy:
@@ -34,13 +38,14 @@ class SMPPolicy:
         Most GPUs a job may get (default 8, the largest count Gavel measured).
         A model with no multi-GPU figure in the table gets at most 1.
     admission : {"las", "srpt", "fifo"}
-        Which jobs enter the round's Problem when they outnumber what it can
-        hold (one GPU each; their scale factors for ``"smp-rigid"``): least
-        attained service first, shortest remaining time first (default; the
-        remaining steps over the fastest rate the progress model allows on
-        the job's scale factor), or arrival order; ties by arrival then job
-        id.  The others wait this round.  docs/online.md §5.1 has the
-        measurement behind the default.
+        The order jobs are considered in: least attained service first,
+        shortest remaining time first (default; the remaining steps over the
+        fastest rate the progress model allows on the job's scale factor), or
+        arrival order; ties by arrival then job id.  With
+        ``sizing="marginal"`` it breaks ties between moves of equal value;
+        with the other sizings (and ``"smp-rigid"``) it is the first-fit order
+        of admission when jobs outnumber what the cluster can hold, and the
+        others wait this round.
     samples : int
         SMP samples per round (default 16).
     restart_candidates : int
@@ -53,26 +58,72 @@ class SMPPolicy:
     seed : int
         Base seed; round ``r`` uses ``seed * 1_000_003 + r``.  ``reset(seed=)``
         from :func:`simulate` overrides it.
+    share_cap : float
+        At most this many equal shares ``K / active jobs`` of the cluster per
+        job (default inf: no cap).
+    min_efficiency : float
+        A count ``n > 1`` whose per-GPU efficiency ``T(n) / (n T(1))`` on the
+        fastest type is below this is never used (default 0).
+    sizing : {"marginal", "measured", "range"}
+        How job sizes are chosen each round (docs/online.md §5.1).
+        ``"marginal"`` (default): measured counts, GPUs handed out one move at
+        a time to the largest gain in value per GPU (value below).
+        ``"measured"``: in admission order, each job its fastest measured
+        count among the GPUs still free.  ``"range"``: any size in
+        ``[1, max_gpus]``, SMP's own choice with a fitted communication time.
+    priority : float
+        Exponent ``a`` of the remaining-time weight in the value of
+        ``sizing="marginal"`` (default 0, in ``[0, 4]``): job i on an
+        allocation of ``X`` steps/s is worth ``X / X_i * t_i**-a``, ``X_i``
+        its best steps/s per GPU and ``t_i`` its remaining steps over ``X_i``.
+        0 values every job's normalised throughput alike (efficiency first,
+        ties in admission order); larger values favour short jobs.
+    fairness : float or None
+        With ``sizing="marginal"``: a job whose estimated finish-time fairness
+        (the FTF it would end with if it ran at an isolated ``1 / n`` share of
+        the cluster from now on) reaches this value is served before every
+        other job (default None: no such rule; values ``>= 1``).
 
     Notes
     -----
-    The policy's model (hetplace's, docs/model.md §1): throughput of job i on
-    one GPU of type g = the table's 1-GPU steps/s times the batch; batch =
+    The policy's model.  With measured sizes (``"marginal"``, ``"measured"``)
+    a job of size n has, on one GPU of type g, the table's per-GPU rate at
+    n, ``T_g(n) / n``, times the batch, and no communication term: for a job
+    on one type SMP's model is the progress model, and a job split over types
+    is the progress model's proportional split.  With ``"marginal"`` SMP's
+    objective for the type choice is the same value as the sizing's: the
+    iterations of job i are ``w_i X_i'**2 / r_i`` times its remaining steps
+    ``r_i`` (``w_i`` the value weight, ``X_i'`` its sized rate), so that near
+    the sized rates, SMP's sum of JCTs changes as minus the total value;
+    restart times are weighted alike.  With ``"range"``: throughput of job i
+    on one GPU of type g = the table's 1-GPU steps/s times the batch; batch =
     the model's per-GPU batch, times the smallest factor that lets it reach
     its largest allowed size (a Problem job uses at most ``batch`` workers);
-    iterations = remaining steps;
-    communication per step fitted to the table's V100 scaling (least squares
-    of ``1/T(n) - 1/(n T(1))`` against the ring all-reduce factor
-    ``2 (n - 1) / n``, clipped at 0).  The simulator's progress model is what
-    counts; this is only how SMP ranks placements.
+    iterations = remaining steps; communication per step fitted to the
+    table's V100 scaling (least squares of ``1/T(n) - 1/(n T(1))`` against
+    the ring all-reduce factor ``2 (n - 1) / n``, clipped at 0).  The
+    simulator's progress model is what counts; this is only how SMP ranks
+    placements.
     """
 
     name = "smp"
     rigid = False
 
     def __init__(self, max_gpus=8, admission="srpt", samples=16, restart_candidates=2, restart_floor=10.0, seed=0,
-                 share_cap=math.inf, min_efficiency=0.0, sizing="measured"):
+                 share_cap=math.inf, min_efficiency=0.0, sizing="marginal", priority=0.0, fairness=None):
         self.max_gpus = check_positive_int("max_gpus", max_gpus, allow_none=False, maximum=4096)
+        if not is_real_scalar(priority) or not (0 <= float(priority) <= 4):
+            raise InvalidOptionError(
+                f"priority must be a number in [0, 4] (exponent of the remaining-time weight; 0 = efficiency "
+                f"first); got {priority!r}."
+            )
+        self.priority = float(priority)
+        if fairness is not None and (not is_real_scalar(fairness) or not (1 <= float(fairness) < math.inf)):
+            raise InvalidOptionError(
+                f"fairness must be None or a finite number >= 1 (the estimated finish-time fairness at which a "
+                f"job is served first); got {fairness!r}."
+            )
+        self.fairness = None if fairness is None else float(fairness)
         if not is_real_scalar(share_cap) or not (0 < float(share_cap) <= math.inf):
             raise InvalidOptionError(
                 f"share_cap must be a number > 0 (multiples of an equal share of the GPUs a job may get; inf = no "
@@ -150,6 +201,110 @@ class SMPPolicy:
                     break
         return out
 
+    # ------------------------------------------------------------ marginal sizes
+    def _late(self, state, jobs):
+        """Job ids whose estimated finish-time fairness is at least ``fairness`` (empty without the setting).
+
+        Estimate: ``(age + remaining / iso) / (total / iso)``, ``iso`` the job's steps/s on an
+        isolated ``1 / n`` share of the cluster (``n`` = active jobs now; Gavel's definition,
+        docs/online.md §4), i.e. the FTF it would end with if it ran at its fair share from now.
+        """
+        if self.fairness is None or not jobs:
+            return set()
+        prog, cluster = state.progress, state.cluster
+        n = len(jobs)
+        out = set()
+        for s in jobs:
+            sf = s.job.scale_factor
+            share = [cluster[g] / (n * sf) for g in cluster]
+            tot = sum(share)
+            if tot > 1:
+                share = [x / tot for x in share]
+            iso = sum(x * prog.single_rates(s.job.model, g, sf)[sf] for x, g in zip(share, cluster))
+            if iso > 0:
+                age = max(state.time - s.job.arrival, 0.0)
+                if (age + s.remaining_steps / iso) >= self.fairness * (s.job.total_steps / iso):
+                    out.add(s.job.job_id)
+        return out
+
+    def _sizes_marginal(self, state, types, K):
+        """``[(job state, n GPUs)]`` by greedy marginal gain (sizing="marginal"); sets ``self._weight``.
+
+        Job i's value on n GPUs is ``T_i(n) / X_i * t_i**-priority``: ``T_i(n)`` the table's
+        steps/s on n GPUs of its fastest type, ``X_i`` its best steps/s per GPU over the counts
+        (so the value per GPU is at most 1), ``t_i`` = remaining steps / ``X_i``.  GPUs go one
+        step at a time to the move (a job from its count to a larger measured count) of the
+        largest value gained per GPU added; ties to the admission order.
+        """
+        table = state.table
+        share = self.share_cap * K / max(len(state.jobs), 1)
+        limit = min(self.max_gpus, K if math.isinf(share) else max(1, int(share)))
+        late = self._late(state, state.jobs)
+        jobs = self._order(state, state.jobs)
+        if late:  # jobs behind their fair share first, in the same order among themselves
+            jobs = [s for s in jobs if s.job.job_id in late] + [s for s in jobs if s.job.job_id not in late]
+        counts_all = [c for c in table.gpu_counts if 1 <= c <= limit]
+        opts, value, base = [], [], []  # per job: [(count, steps/s)] by count; value per unit rate (base: unboosted)
+        for s in jobs:
+            o = []
+            for c in counts_all:
+                rate = max(table.steps_per_second(s.job.model, g, c) for g in types)
+                if rate <= 0 or (c > 1 and _efficiency(table, s.job.model, types, c) < self.min_efficiency):
+                    continue
+                if not o or rate > o[-1][1]:  # a larger count that is not faster is never worth it
+                    o.append((c, rate))
+            opts.append(o)
+            x = max((r / c for c, r in o), default=0.0)
+            t = max(s.remaining_steps, 1e-9) / x if x > 0 else 1.0
+            w = 1.0 / x * t ** -self.priority if x > 0 else 0.0
+            base.append(w)
+            value.append(w * (_LATE_BOOST if s.job.job_id in late else 1.0))
+        level = [-1] * len(jobs)  # index into opts[i] of the job's count, -1 = no GPUs
+        room = K
+
+        def best(i):
+            n0, r0 = (opts[i][level[i]] if level[i] >= 0 else (0, 0.0))
+            top = None
+            for k in range(level[i] + 1, len(opts[i])):
+                c, r = opts[i][k]
+                if c - n0 > room:
+                    break
+                gain = (r - r0) * value[i] / (c - n0)
+                if top is None or gain > top[0]:
+                    top = (gain, k)
+            return top
+
+        heap = []
+        for i in range(len(jobs)):
+            b = best(i)
+            if b is not None and b[0] > 0:
+                heap.append((-b[0], i, b[1]))
+        heapq.heapify(heap)
+        while heap and room > 0:
+            g, i, k = heapq.heappop(heap)
+            b = best(i)  # the room may have shrunk since this move was pushed
+            if b is None or b[0] <= 0:
+                continue
+            if (-b[0], b[1]) != (g, k):
+                heapq.heappush(heap, (-b[0], i, b[1]))
+                continue
+            room -= opts[i][k][0] - (opts[i][level[i]][0] if level[i] >= 0 else 0)
+            level[i] = k
+            b = best(i)
+            if b is not None and b[0] > 0:
+                heapq.heappush(heap, (-b[0], i, b[1]))
+        # SMP's objective for the types: with iterations w_i * R_i**2 (R_i the sized rate), SMP's sum of
+        # iterations / rate changes near R by -sum_i w_i dX_i, minus the value gained (the boost is left out:
+        # it orders the sizing, and a 1e6 weight would leave SMP blind to the other jobs)
+        self._weight = {}
+        out = []
+        for i, s in enumerate(jobs):
+            if level[i] >= 0:
+                c, r = opts[i][level[i]]
+                out.append((s, c))
+                self._weight[s.job.job_id] = base[i] * r * r / max(s.remaining_steps, 1e-9)
+        return out
+
     # ------------------------------------------------------------ measured sizes
     def _sizes(self, state, types, K):
         """``[(job state, n GPUs)]`` for this round, in admission order (sizing="measured")."""
@@ -186,8 +341,9 @@ class SMPPolicy:
         # no job above share_cap equal shares of the cluster among the active jobs
         share = self.share_cap * K / max(len(state.jobs), 1)
         self._share = K if math.isinf(share) else max(1, int(share))
-        if self.sizing == "measured" and not self.rigid:
-            sized = self._sizes(state, types, K)
+        self._weight = None
+        if self.sizing != "range" and not self.rigid:
+            sized = (self._sizes_marginal if self.sizing == "marginal" else self._sizes)(state, types, K)
             admitted = [s for s, _ in sized]
         else:
             sized = None
@@ -204,6 +360,9 @@ class SMPPolicy:
         rt = np.empty(S)
         offset = dict(zip(types, np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(int)))
         current = np.full(K, -1, dtype=np.int64)
+        if self._weight is not None:
+            wts = np.array([self._weight[s.job.job_id] for s in admitted])
+            wts /= wts.mean()  # SMP sees the weighted objective at the scale of the real one
         for i, s in enumerate(admitted):
             r, b, cap, comm = self._model_data(state.table, types, s.job.model)
             if sized is not None:
@@ -222,6 +381,9 @@ class SMPPolicy:
                 rho[i], batch[i], grad[i] = r * scale, b * scale, comm * _BANDWIDTH
             iters[i] = max(s.remaining_steps, 1e-9)
             rt[i] = max(state.progress.restart_time(s.job.model), self.restart_floor)
+            if self._weight is not None:  # the job's JCT and its restart weighted alike
+                iters[i] *= wts[i]
+                rt[i] *= wts[i]
             for g, idx in s.gpus.items():
                 # a GPU the job cannot use at this round's size (no table figure there) is not kept
                 if g in offset and rho[i, types.index(g)] > 0:
