@@ -92,6 +92,23 @@ def test_gavel_generator_keeps_gavels_draw_order():
     assert [j.scale_factor for j in single] == [1, 1, 1]
 
 
+def test_gavel_generator_job_table_of_the_published_figures():
+    # same draws, A3C at index 14: a template index lands on another model from index 14 on
+    figs = gavel_trace(3, 4.8, 0, multi_gpu=True, job_table="figures")
+    assert [(j.model, j.scale_factor) for j in figs] == [
+        ("ResNet-18 (batch size 64)", 8), ("Transformer (batch size 16)", 1), ("Recommendation (batch size 1024)", 1)]
+    cur = gavel_trace(3, 4.8, 0, multi_gpu=True)
+    assert [j.duration for j in figs] == [j.duration for j in cur]
+    # single-GPU: arrivals and durations kept, models relabelled; multi-GPU: redraws diverge
+    a, b = gavel_trace(400, 2.6, 0, job_table="figures"), gavel_trace(400, 2.6, 0)
+    assert [(j.arrival, j.duration) for j in a] == [(j.arrival, j.duration) for j in b]
+    a, b = gavel_trace(400, 2.6, 0, multi_gpu=True, job_table="figures"), gavel_trace(400, 2.6, 0, multi_gpu=True)
+    assert [j.duration for j in a] != [j.duration for j in b]
+    assert {j.model for j in a} == {j.model for j in b}
+    with pytest.raises(InvalidOptionError, match="job_table"):
+        gavel_trace(3, 4.8, 0, job_table="2019")
+
+
 def test_numpy_generator_draws_the_same_recipe_and_other_jobs():
     a, b = gavel_trace(300, 4.8, 0, generator="numpy"), gavel_trace(300, 4.8, 0)
     assert a != b and a == gavel_trace(300, 4.8, 0, generator="numpy")

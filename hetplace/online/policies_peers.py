@@ -103,12 +103,21 @@ class _PeerPolicy:
         return r
 
     def _rates(self, state, jobs, types):
-        """(J, T) steps/s of each job on its scale factor of GPUs of each type; 0 where it does not fit or run."""
+        """(J, T) steps/s of each job on its scale factor of GPUs of each type; 0 where it does not fit or run.
+
+        A count the table measures with a figure of 0 (e.g. ResNet-50, batch 128, on 2-8 K80s)
+        is 0 here too: Gavel's scheduler never places a job where its throughput is 0, whereas
+        the progress model fills such a count from the smaller ones.
+        """
         R = np.zeros((len(jobs), len(types)))
+        table = state.table
+        counts = set(table.gpu_counts) if table is not None else set()
         for j, js in enumerate(jobs):
             s = js.job.scale_factor
             for t, g in enumerate(types):
                 if s <= state.cluster[g]:
+                    if s in counts and g in table.types and table.steps_per_second(js.job.model, g, s) <= 0:
+                        continue
                     R[j, t] = self._rate(state, js.job.model, g, s)
         return R
 
