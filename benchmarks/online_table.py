@@ -31,9 +31,10 @@ GAVEL = {
     ("multi", 2.6): {"las": 70.54, "las-aware": 36.44, "ftf": 64.38, "ftf-aware": 33.90},
 }
 SETUPS = (("single", 2.0), ("single", 4.8), ("multi", 1.0), ("multi", 2.6))
-POLICIES = ("las", "las-aware", "ftf", "ftf-aware", "fifo", "fifo-aware", "allox", "sia", "smp-rigid", "smp")
+POLICIES = ("las", "las-aware", "ftf", "ftf-aware", "fifo", "fifo-aware", "allox", "sia", "smp-rigid", "smp",
+            "smp-fair")
 #: Policies also run on ``--extra-seeds``: those Gavel publishes figures for, and ours.
-EXTRA_POLICIES = ("las", "las-aware", "ftf", "ftf-aware", "smp")
+EXTRA_POLICIES = ("las", "las-aware", "ftf", "ftf-aware", "sia", "smp", "smp-fair")
 CLUSTER = {"v100": 36, "p100": 36, "k80": 36}
 
 
@@ -51,7 +52,7 @@ def run(out, policies, seeds, setups, n_jobs, measure, workers):
     for pol in policies:  # policy by policy, so a partial run has whole rows
         for trace, rate in setups:
             for p in simulation_payloads([pol], [rate], seeds, n_jobs=n_jobs, cluster=CLUSTER,
-                                         multi_gpu=trace == "multi", measure=measure):
+                                         multi_gpu=trace == "multi", measure=measure, job_table="figures"):
                 if not (out / (_key(trace, p["policy"], rate, p["seed"]) + ".json")).exists():
                     todo.append(p)
     if todo:
@@ -75,7 +76,7 @@ def bounds(setups, seeds, n_jobs, measure):
     for trace, rate in setups:
         free, rigid = [], []
         for s in seeds:
-            tr = gavel_trace(n_jobs, rate, s, multi_gpu=trace == "multi")
+            tr = gavel_trace(n_jobs, rate, s, multi_gpu=trace == "multi", job_table="figures")
             free.append(lower_bound(tr, CLUSTER, measure=measure).avg_jct / 3600)
             rigid.append(lower_bound(tr, CLUSTER, measure=measure, rigid=True).avg_jct / 3600)
         out[trace, rate] = (float(np.mean(free)), float(np.mean(rigid)))

@@ -137,6 +137,9 @@ def _build_parser():
     sim.add_argument("--cluster", default="v100=36,p100=36,k80=36", metavar="TYPE=N,...",
                      help="GPU counts per type (default v100=36,p100=36,k80=36)")
     sim.add_argument("--multi-gpu", action="store_true", help="scale factors 1/2/4/8 (0.7/0.1/0.15/0.05)")
+    sim.add_argument("--job-table", default="current", choices=("current", "figures"),
+                     help="order of Gavel's job table the trace draws from: its repository's today (default) or the "
+                          "one its published figures were made with")
     sim.add_argument("--restart", default="none", metavar="none|SECONDS|FILE.json",
                      help="restart cost: none (default), seconds for every job, or a JSON {model or family: s}")
     sim.add_argument("--seed", nargs="+", type=int, default=[0], metavar="SEED", help="trace seeds (default 0)")
@@ -379,6 +382,7 @@ def _simulate(args, out, argv):
     payloads = simulation_payloads(
         args.policy, args.rate, args.seed, n_jobs=args.jobs, cluster=cluster, multi_gpu=args.multi_gpu,
         restart=restart, measure=args.measure, round_s=args.round, trace_path=args.trace, progress=False,
+        job_table=args.job_table,
     )
     kind = args.executor or ("serial" if len(payloads) == 1 else "process")
     if kind == "serial" and len(payloads) == 1:

@@ -11,7 +11,7 @@ simulate, ClusterState, JobState, SimulationResult
 lower_bound, LowerBound
     Each job alone on its fastest allocation: a bound below every policy's JCT.
 make_policy, POLICIES
-    Policies by name: ours ("smp", "smp-rigid") and the peers' re-implementations.
+    Policies by name: ours ("smp", "smp-fair", "smp-rigid") and the peers' re-implementations.
 
 docs/online.md describes the model and the policy interface.
 """

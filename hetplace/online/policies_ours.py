@@ -16,7 +16,7 @@ import numpy as np
 from .._validation import check_choice, check_positive_int, check_seed, is_real_scalar
 from ..errors import InvalidOptionError
 
-__all__ = ["SMPPolicy", "SMPRigidPolicy", "OUR_POLICIES", "ADMISSION", "SIZING"]
+__all__ = ["SMPPolicy", "SMPFairPolicy", "SMPRigidPolicy", "OUR_POLICIES", "ADMISSION", "SIZING"]
 
 #: Admission orders when more jobs are waiting than a Problem can hold.
 ADMISSION = ("las", "srpt", "fifo")
@@ -454,4 +454,18 @@ def _comm_per_step(table, model, types):
     return fit if math.isfinite(fit) else 0.0
 
 
-OUR_POLICIES = {"smp": SMPPolicy, "smp-rigid": SMPRigidPolicy}
+class SMPFairPolicy(SMPPolicy):
+    """``"smp"`` with its fairness setting on: ``fairness=1.0`` by default.
+
+    A job whose estimated finish-time fairness reaches ``fairness`` (the FTF it
+    would end with if it ran at an isolated ``1 / n`` share of the cluster from
+    now on) is served before every other job; the rest is :class:`SMPPolicy`.
+    """
+
+    name = "smp-fair"
+
+    def __init__(self, fairness=1.0, **options):
+        super().__init__(fairness=fairness, **options)
+
+
+OUR_POLICIES = {"smp": SMPPolicy, "smp-fair": SMPFairPolicy, "smp-rigid": SMPRigidPolicy}

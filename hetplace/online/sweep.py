@@ -23,13 +23,14 @@ SWEEP_COLUMNS = ("policy", "rate", "seed", "status", "n_measured", "n_finished",
 
 
 def simulation_payloads(policies, rates, seeds, *, n_jobs, cluster, multi_gpu=False, restart="none", measure=None,
-                        round_s=360.0, trace_path=None, progress=False, policy_options=None):
+                        round_s=360.0, trace_path=None, progress=False, policy_options=None, job_table="current"):
     """One plain-data task per (policy, rate, seed); a trace file fixes the trace (``rates`` then ignored)."""
     rates = [None] if trace_path is not None else list(rates)
     out = []
     for policy, rate, seed in itertools.product(policies, rates, seeds):
         out.append(dict(policy=policy, rate=rate, seed=int(seed), n_jobs=n_jobs, cluster=dict(cluster),
-                        multi_gpu=bool(multi_gpu), restart=restart, measure=measure, round_s=round_s,
+                        multi_gpu=bool(multi_gpu), job_table=job_table, restart=restart, measure=measure,
+                        round_s=round_s,
                         trace_path=None if trace_path is None else str(trace_path), progress=progress,
                         policy_options=dict((policy_options or {}).get(policy, {}))))
     return out
@@ -45,7 +46,8 @@ def _simulate_task(payload):
     if payload["trace_path"] is not None:
         trace = read_trace(payload["trace_path"])
     else:
-        trace = gavel_trace(payload["n_jobs"], payload["rate"], payload["seed"], multi_gpu=payload["multi_gpu"])
+        trace = gavel_trace(payload["n_jobs"], payload["rate"], payload["seed"], multi_gpu=payload["multi_gpu"],
+                            job_table=payload.get("job_table", "current"))
     t0 = time.perf_counter()
     policy = make_policy(payload["policy"], **payload["policy_options"])
     res = simulate(trace, payload["cluster"], policy, round_s=payload["round_s"], restart=payload["restart"],
