@@ -244,7 +244,8 @@ class SMPPolicy:
         if late:  # jobs behind their fair share first, in the same order among themselves
             jobs = [s for s in jobs if s.job.job_id in late] + [s for s in jobs if s.job.job_id not in late]
         counts_all = [c for c in table.gpu_counts if 1 <= c <= limit]
-        opts, value, base = [], [], []  # per job: [(count, steps/s)] by count; value per unit rate (base: unboosted)
+        # per job: [(count, steps/s)] by count; best steps/s per GPU; remaining-time weight (base: unboosted)
+        opts, per, value, base = [], [], [], []
         for s in jobs:
             o = []
             for c in counts_all:
@@ -256,7 +257,8 @@ class SMPPolicy:
             opts.append(o)
             x = max((r / c for c, r in o), default=0.0)
             t = max(s.remaining_steps, 1e-9) / x if x > 0 else 1.0
-            w = 1.0 / x * t ** -self.priority if x > 0 else 0.0
+            w = t ** -self.priority if x > 0 else 0.0
+            per.append(x if x > 0 else 1.0)
             base.append(w)
             value.append(w * (_LATE_BOOST if s.job.job_id in late else 1.0))
         level = [-1] * len(jobs)  # index into opts[i] of the job's count, -1 = no GPUs
@@ -269,7 +271,7 @@ class SMPPolicy:
                 c, r = opts[i][k]
                 if c - n0 > room:
                     break
-                gain = (r - r0) * value[i] / (c - n0)
+                gain = (r - r0) / per[i] * value[i] / (c - n0)  # a first GPU at the best rate: exactly 1
                 if top is None or gain > top[0]:
                     top = (gain, k)
             return top
@@ -302,7 +304,7 @@ class SMPPolicy:
             if level[i] >= 0:
                 c, r = opts[i][level[i]]
                 out.append((s, c))
-                self._weight[s.job.job_id] = base[i] * r * r / max(s.remaining_steps, 1e-9)
+                self._weight[s.job.job_id] = base[i] / per[i] * r * r / max(s.remaining_steps, 1e-9)
         return out
 
     # ------------------------------------------------------------ measured sizes
