@@ -271,7 +271,7 @@ class SMPPolicy:
                 c, r = opts[i][k]
                 if c - n0 > room:
                     break
-                gain = (r - r0) / per[i] * value[i] / (c - n0)  # a first GPU at the best rate: exactly 1
+                gain = _tie((r - r0) / per[i] * value[i] / (c - n0))
                 if top is None or gain > top[0]:
                     top = (gain, k)
             return top
@@ -422,6 +422,16 @@ class SMPRigidPolicy(SMPPolicy):
 
     def _bounds(self, job, cap):
         return job.scale_factor, job.scale_factor
+
+
+def _tie(gain):
+    """``gain`` rounded to 40 significant bits: moves of equal value in exact arithmetic (a first GPU at the
+    job's best per-GPU rate is worth 1; so is each GPU of a jump to the count that rate is measured at)
+    tie, and ties go by the admission order instead of by the last bits of a division."""
+    if gain <= 0:
+        return gain
+    m, e = math.frexp(gain)
+    return math.ldexp(round(m * 1099511627776.0), e - 40)
 
 
 def _efficiency(table, model, types, n):
