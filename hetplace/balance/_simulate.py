@@ -165,12 +165,19 @@ class Scenario:
 def _episodes(rng, T, rate, dur_lo, dur_hi, fac_lo, fac_hi):
     """Multiplicative factor (T,) of random slowdown episodes (a co-tenant starts and stops)."""
     f = np.ones(T)
-    t = int(rng.exponential(1.0 / rate)) if rate > 0 else T
+    t = _gap(rng, rate, T) if rate > 0 else T
     while t < T:
         d = int(rng.integers(dur_lo, dur_hi + 1))
         f[t:t + d] *= rng.uniform(fac_lo, fac_hi)
-        t += d + int(rng.exponential(1.0 / rate))
+        t += d + _gap(rng, rate, T)
     return f
+
+
+def _gap(rng, rate, T):
+    """Steps to the next episode, an exponential draw of mean ``1 / rate``, capped at ``T`` (a rate so small
+    that ``1 / rate`` overflows, e.g. a subnormal one, draws infinity: no further episode)."""
+    g = rng.exponential(1.0 / rate)
+    return T if not g < T else int(g)
 
 
 def make_scenario(kind="cpu", *, n_workers=None, global_batch=None, iterations=500, seed=0,

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from hetplace import HetplaceError
@@ -97,6 +97,7 @@ def test_epoch_plan_is_valid_or_a_hetplace_error(N, B, seed, epoch, iteration, s
            "seed": st.one_of(st.integers(0, 10), hostile_scalar),
        }),
        st.one_of(st.just(True), hostile_scalar))
+@example("cpu", {"step_rate": 2.225073858507e-311}, True)  # found by the fuzzer: 1 / rate overflowed to inf
 def test_simulate_is_valid_or_a_hetplace_error(policy, options, signals):
     options.setdefault("iterations", 20)
     kind = "gpu" if policy == "gpu" else "fl" if policy == "fl" else "cpu"
