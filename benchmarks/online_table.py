@@ -83,22 +83,32 @@ def bounds(setups, seeds, n_jobs, measure):
     return out
 
 
+def _runs(out, trace, pol, rate):
+    """{seed: summary} of the complete cached runs of one (trace, policy, rate)."""
+    runs = {}
+    for f in out.glob(_key(trace, pol, rate, 0)[:-1] + "*.json"):
+        r = json.loads(f.read_text())
+        if r["avg_jct"] is not None and r["status"] == "complete":
+            runs[int(f.stem.rsplit("seed", 1)[1])] = r
+    return runs
+
+
 def table(out, policies, seeds, setups, n_jobs, measure):
-    """Markdown: per cell the seed-0 run (Gavel's jobs, so beside Gavel's figure), then the mean over every seed run."""
+    """Markdown: per cell the seed-0 run (Gavel's jobs, so beside Gavel's figure), then the mean over every seed run;
+    then a second table of worst finish-time fairness and GPU-hours."""
     head = ["policy"] + [f"{t}-GPU {r:g}/h" for t, r in setups]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    rule = "|" + "---|" * len(head)
+    lines = ["| " + " | ".join(head) + " |", rule]
+    cost = ["| " + " | ".join(head) + " |", rule]
     found = set()
     for pol in policies:
-        cells = [f"`{pol}`"]
+        cells, costs = [f"`{pol}`"], [f"`{pol}`"]
         for trace, rate in setups:
-            runs = {}
-            for f in out.glob(_key(trace, pol, rate, 0)[:-1] + "*.json"):
-                r = json.loads(f.read_text())
-                if r["avg_jct"] is not None and r["status"] == "complete":
-                    runs[int(f.stem.rsplit("seed", 1)[1])] = r
+            runs = _runs(out, trace, pol, rate)
             found.update(runs)
             if 0 not in runs:
                 cells.append("-")
+                costs.append("-")
                 continue
             r0 = runs[0]
             cell = (f"**{r0['avg_jct'] / 3600:.1f}** (p99 {r0['p99_jct'] / 3600:.0f}, "
@@ -106,10 +116,15 @@ def table(out, policies, seeds, setups, n_jobs, measure):
             g = GAVEL.get((trace, rate), {}).get(pol)
             if g is not None:
                 cell += f"; Gavel {g:.2f}"
+            c = f"FTF {r0['ftf_worst']:.2f}, {r0['gpu_hours']:,.0f} GPU-h"
             if len(runs) > 1:
-                cell += f"; seeds {min(runs)}-{max(runs)}: {np.mean([r['avg_jct'] for r in runs.values()]) / 3600:.1f}"
+                mean = lambda k: np.mean([r[k] for r in runs.values()])  # noqa: E731
+                cell += f"; seeds {min(runs)}-{max(runs)}: {mean('avg_jct') / 3600:.1f}"
+                c += f"; seeds {min(runs)}-{max(runs)}: FTF {mean('ftf_worst'):.2f}, {mean('gpu_hours'):,.0f} GPU-h"
             cells.append(cell)
+            costs.append(c)
         lines.append("| " + " | ".join(cells) + " |")
+        cost.append("| " + " | ".join(costs) + " |")
     all_seeds = sorted(found) or [0]
     lb = {s: bounds(setups, [s], n_jobs, measure) for s in all_seeds}
     for k, label in ((0, "free sizes"), (1, "trace sizes")):
@@ -120,6 +135,8 @@ def table(out, policies, seeds, setups, n_jobs, measure):
                 cell += f"; seeds {all_seeds[0]}-{all_seeds[-1]}: {np.mean([lb[s][st][k] for s in all_seeds]):.1f}"
             cells.append(cell)
         lines.append(f"| lower bound, {label} | " + " | ".join(cells) + " |")
+    lines += ["", "Worst finish-time fairness and GPU-hours of the measured jobs (trace seed 0, then the mean over "
+              "the seeds run):", ""] + cost
     return "\n".join(lines) + "\n"
 
 
