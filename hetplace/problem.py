@@ -125,15 +125,14 @@ def _aligned(value, name, names, what):
     )
 
 
-def _per_job(value, name, n_jobs, *, default=None, positive=True, integer=False, names=None):
-    """Validate a per-job vector of length ``n_jobs`` (a scalar is broadcast)."""
-    if value is None:
-        if default is None:
-            raise InvalidProblemError(f"{name} is required: pass one value per job ({n_jobs}).")
-        value = default
-    shape_text = f"one number per job, shape ({n_jobs},)"
+def _job_vector(value, name, n_jobs, names, shape_text, fix):
+    """``(raw, arr)``: a per-job input as its real array and its float64 copy, both shape ``(n_jobs,)``.
+
+    A labelled input is aligned on ``names`` and a scalar is broadcast; any
+    other shape raises.
+    """
     raw = _real(_aligned(value, name, names, "job names"), name, shape_text)
-    arr = _to_float(raw, name, fix=f"{name} must be at most 2**53." if integer else _RANGE_FIX)
+    arr = _to_float(raw, name, fix=fix)
     if arr.ndim > 1:
         raise InvalidProblemError(f"{name} must be {shape_text}; got an array of shape {arr.shape}.")
     if arr.ndim == 0:
@@ -142,6 +141,26 @@ def _per_job(value, name, n_jobs, *, default=None, positive=True, integer=False,
         raise InvalidProblemError(
             f"{name} must have one value per job, shape ({n_jobs},); got shape {arr.shape}."
         )
+    return raw, arr
+
+
+def _check_count_max(raw, arr, name):
+    """Raise when a per-job count exceeds ``COUNT_MAX`` (compared exactly on ``raw``)."""
+    big = np.flatnonzero(_exceeds(raw, arr, COUNT_MAX))
+    if big.size:
+        raise InvalidProblemError(
+            f"{name} must be at most 2**53 = {COUNT_MAX}; got {int(raw[big[0]])} for job {big[0]}."
+        )
+
+
+def _per_job(value, name, n_jobs, *, default=None, positive=True, integer=False, names=None):
+    """Validate a per-job vector of length ``n_jobs`` (a scalar is broadcast)."""
+    if value is None:
+        if default is None:
+            raise InvalidProblemError(f"{name} is required: pass one value per job ({n_jobs}).")
+        value = default
+    raw, arr = _job_vector(value, name, n_jobs, names, f"one number per job, shape ({n_jobs},)",
+                           f"{name} must be at most 2**53." if integer else _RANGE_FIX)
     _check_finite(arr, name, "Give every job a finite value.")
     if positive:
         bad = np.flatnonzero(arr <= 0)
@@ -162,11 +181,7 @@ def _per_job(value, name, n_jobs, *, default=None, positive=True, integer=False,
                 f"{name} must be whole numbers of samples; got {float(arr[bad[0]])!r} for job "
                 f"{bad[0]}. Round it to an integer."
             )
-        big = np.flatnonzero(_exceeds(raw, arr, COUNT_MAX))
-        if big.size:
-            raise InvalidProblemError(
-                f"{name} must be at most 2**53 = {COUNT_MAX}; got {int(raw[big[0]])} for job {big[0]}."
-            )
+        _check_count_max(raw, arr, name)
     check_real_range(name, arr, error=InvalidProblemError, fix=_RANGE_FIX)
     return arr
 
@@ -175,17 +190,8 @@ def _per_job_count(value, name, n_jobs, default, names=None):
     """A per-job vector of worker counts (int64, >= 1; a scalar is broadcast); ``default`` when None."""
     if value is None:
         return np.full(n_jobs, default, dtype=np.int64)
-    shape_text = f"one whole number of workers per job, shape ({n_jobs},)"
-    raw = _real(_aligned(value, name, names, "job names"), name, shape_text)
-    arr = _to_float(raw, name, fix=f"{name} must be at most 2**53.")
-    if arr.ndim > 1:
-        raise InvalidProblemError(f"{name} must be {shape_text}; got an array of shape {arr.shape}.")
-    if arr.ndim == 0:
-        raw, arr = np.full(n_jobs, raw.item(), dtype=raw.dtype), np.full(n_jobs, float(arr))
-    if arr.shape != (n_jobs,):
-        raise InvalidProblemError(
-            f"{name} must have one value per job, shape ({n_jobs},); got shape {arr.shape}."
-        )
+    raw, arr = _job_vector(value, name, n_jobs, names, f"one whole number of workers per job, shape ({n_jobs},)",
+                           f"{name} must be at most 2**53.")
     bad = np.flatnonzero(~np.isfinite(arr) | (arr != np.round(arr)))
     if bad.size:
         raise InvalidProblemError(
@@ -197,11 +203,7 @@ def _per_job_count(value, name, n_jobs, default, names=None):
             f"{name} must be >= 1 for every job (a job runs on at least one worker); got "
             f"{float(arr[bad[0]]):g} for job {bad[0]}."
         )
-    big = np.flatnonzero(_exceeds(raw, arr, COUNT_MAX))
-    if big.size:
-        raise InvalidProblemError(
-            f"{name} must be at most 2**53 = {COUNT_MAX}; got {int(raw[big[0]])} for job {big[0]}."
-        )
+    _check_count_max(raw, arr, name)
     # above K is the same bound as K (the cluster caps every job anyway)
     return np.minimum(arr, float(MAX_WORKERS)).astype(np.int64)
 
