@@ -1,4 +1,8 @@
-"""The placement problem (docs/model.md §1): inputs, validation, derived quantities."""
+"""The placement problem (docs/model.md §1): inputs and derived quantities.
+
+Every input is validated by :func:`hetplace._problem_iv._problem_iv`; this module stores
+what it returns and derives the tables from it.
+"""
 
 import math
 import numbers
@@ -6,20 +10,12 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ._validation import (
-    COUNT_MAX, REAL_MAX, REAL_MIN, as_bool_array, as_real_array, check_count_total, check_real_range, exact_int_sum,
-    is_real_scalar,
-)
-from .errors import InvalidProblemError, InvalidProblemTypeError
+# MAX_WORKERS, MAX_TABLE_CELLS and min_worker_flow keep their home here for callers (baselines, io, bench)
+from ._problem_iv import MAX_TABLE_CELLS, MAX_WORKERS, _compact, _problem_iv, min_worker_flow  # noqa: F401
+from ._validation import is_real_scalar
+from .errors import InvalidProblemError
 
 __all__ = ["Problem", "MAX_WORKERS", "MAX_TABLE_CELLS"]
-
-#: Most workers (the exact sum of ``type_counts``) a problem may have.
-MAX_WORKERS = 1_000_000
-#: Most cells ``S * (K + 1)`` of the dense per-job tables a Problem builds
-#: (``worker_throughput``, ``comm_time``, ``size_cost``: 4 GiB each at the limit),
-#: checked before anything is allocated.
-MAX_TABLE_CELLS = 2**29
 
 #: Keys of :meth:`Problem.to_dict` (the parameters of :class:`Problem`).
 _REQUIRED_KEYS = ("throughput", "type_counts", "batch", "iterations")
@@ -32,281 +28,6 @@ def _index_arg(name, value, lo, hi, what):
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or not lo <= value <= hi:
         raise InvalidProblemError(f"{name} must be {what}, an integer in [{lo}, {hi}]; got {value!r}.")
     return int(value)
-
-
-_RANGE_FIX = "Rescale the units (e.g. samples per hour instead of per second, or MB instead of bytes)."
-
-
-def _real(value, name, shape_text, what="numbers"):
-    """``value`` as an array of real numbers (see :func:`~hetplace._validation.as_real_array`)."""
-    return as_real_array(value, name, what=what, shape_text=shape_text, error=InvalidProblemTypeError)
-
-
-def _to_float(raw, name, fix=_RANGE_FIX):
-    """Float64 copy of the real array ``raw`` (an integer too large for float64 is an error).
-
-    Always a copy: the Problem freezes its arrays, and the caller's own array
-    must stay writable (np.asarray returned a float64 input itself).
-    """
-    try:
-        return np.array(raw, dtype=np.float64)
-    except OverflowError:
-        raise InvalidProblemError(
-            f"{name} holds an integer too large for a float64 (the supported magnitude is "
-            f"{REAL_MIN:g}..{REAL_MAX:g}). {fix}"
-        ) from None
-
-
-def _as_float_array(value, name, shape_text, ndim):
-    """Convert ``value`` to a float64 array of ``ndim`` dimensions or raise."""
-    arr = _to_float(_real(value, name, shape_text), name)
-    if arr.ndim != ndim:
-        raise InvalidProblemError(
-            f"{name} must be {shape_text}; got an array of shape {arr.shape}."
-        )
-    return arr
-
-
-def _exceeds(raw, arr, limit):
-    """Mask of entries above ``limit``, compared exactly (a large int64 is not exact as a float)."""
-    if raw.dtype.kind in "iu":
-        return raw > limit
-    if raw.dtype.kind == "O":
-        return np.array([v > limit for v in raw.ravel().tolist()], dtype=bool).reshape(raw.shape)
-    return arr > limit
-
-
-def _check_finite(arr, name, fix):
-    bad = ~np.isfinite(arr)
-    if bad.any():
-        idx = tuple(int(i) for i in np.argwhere(bad)[0])
-        where = idx[0] if len(idx) == 1 else idx
-        raise InvalidProblemError(
-            f"{name} must be finite; got {float(arr[idx])!r} at index {where}. {fix}"
-        )
-
-
-def _axis_labels(axis, n):
-    """The labels of a pandas-like axis as strings, or None for the default ``0..n-1`` range."""
-    labels = list(axis)
-    if len(labels) == n and all(
-        isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) and v == j
-        for j, v in enumerate(labels)
-    ):
-        return None
-    return [str(v) for v in labels]
-
-
-def _series_labels(value):
-    """Index labels of a 1-D pandas-like input (a Series), or None when it has none worth using."""
-    if isinstance(value, (list, tuple, np.ndarray, str, bytes)):
-        return None
-    index = getattr(value, "index", None)
-    if index is None or callable(index) or np.ndim(value) != 1:
-        return None
-    return _axis_labels(index, len(index))
-
-
-def _aligned(value, name, names, what):
-    """A labelled 1-D input (pandas Series) in the order of ``names``; unlabelled input unchanged.
-
-    ``names`` is None when the problem's labels are only the defaults: the
-    input is then taken by position, as an unlabelled one.
-    """
-    labels = _series_labels(value)
-    if labels is None or names is None or labels == list(names):
-        return value
-    if len(labels) == len(names) and len(set(labels)) == len(labels) and set(labels) == set(names):
-        where = {label: j for j, label in enumerate(labels)}
-        return _real(value, name, "")[[where[v] for v in names]]
-    raise InvalidProblemError(
-        f"{name} is labelled {labels[:5]}{'...' if len(labels) > 5 else ''}, which are not the {what} "
-        f"{list(names)[:5]}{'...' if len(names) > 5 else ''}; index it by the {what} or pass plain values in order."
-    )
-
-
-def _per_job(value, name, n_jobs, *, default=None, positive=True, integer=False, names=None):
-    """Validate a per-job vector of length ``n_jobs`` (a scalar is broadcast)."""
-    if value is None:
-        if default is None:
-            raise InvalidProblemError(f"{name} is required: pass one value per job ({n_jobs}).")
-        value = default
-    shape_text = f"one number per job, shape ({n_jobs},)"
-    raw = _real(_aligned(value, name, names, "job names"), name, shape_text)
-    arr = _to_float(raw, name, fix=f"{name} must be at most 2**53." if integer else _RANGE_FIX)
-    if arr.ndim > 1:
-        raise InvalidProblemError(f"{name} must be {shape_text}; got an array of shape {arr.shape}.")
-    if arr.ndim == 0:
-        raw, arr = np.full(n_jobs, raw.item(), dtype=raw.dtype), np.full(n_jobs, float(arr))
-    if arr.shape != (n_jobs,):
-        raise InvalidProblemError(
-            f"{name} must have one value per job, shape ({n_jobs},); got shape {arr.shape}."
-        )
-    _check_finite(arr, name, "Give every job a finite value.")
-    if positive:
-        bad = np.flatnonzero(arr <= 0)
-        if bad.size:
-            raise InvalidProblemError(
-                f"{name} must be > 0 for every job; got {float(arr[bad[0]])!r} for job {bad[0]}."
-            )
-    else:
-        bad = np.flatnonzero(arr < 0)
-        if bad.size:
-            raise InvalidProblemError(
-                f"{name} must be >= 0 for every job; got {float(arr[bad[0]])!r} for job {bad[0]}."
-            )
-    if integer:
-        bad = np.flatnonzero(arr != np.round(arr))
-        if bad.size:
-            raise InvalidProblemError(
-                f"{name} must be whole numbers of samples; got {float(arr[bad[0]])!r} for job "
-                f"{bad[0]}. Round it to an integer."
-            )
-        big = np.flatnonzero(_exceeds(raw, arr, COUNT_MAX))
-        if big.size:
-            raise InvalidProblemError(
-                f"{name} must be at most 2**53 = {COUNT_MAX}; got {int(raw[big[0]])} for job {big[0]}."
-            )
-    check_real_range(name, arr, error=InvalidProblemError, fix=_RANGE_FIX)
-    return arr
-
-
-def _per_job_count(value, name, n_jobs, default, names=None):
-    """A per-job vector of worker counts (int64, >= 1; a scalar is broadcast); ``default`` when None."""
-    if value is None:
-        return np.full(n_jobs, default, dtype=np.int64)
-    shape_text = f"one whole number of workers per job, shape ({n_jobs},)"
-    raw = _real(_aligned(value, name, names, "job names"), name, shape_text)
-    arr = _to_float(raw, name, fix=f"{name} must be at most 2**53.")
-    if arr.ndim > 1:
-        raise InvalidProblemError(f"{name} must be {shape_text}; got an array of shape {arr.shape}.")
-    if arr.ndim == 0:
-        raw, arr = np.full(n_jobs, raw.item(), dtype=raw.dtype), np.full(n_jobs, float(arr))
-    if arr.shape != (n_jobs,):
-        raise InvalidProblemError(
-            f"{name} must have one value per job, shape ({n_jobs},); got shape {arr.shape}."
-        )
-    bad = np.flatnonzero(~np.isfinite(arr) | (arr != np.round(arr)))
-    if bad.size:
-        raise InvalidProblemError(
-            f"{name} must be whole numbers of workers; got {float(arr[bad[0]])!r} for job {bad[0]}."
-        )
-    bad = np.flatnonzero(arr < 1)
-    if bad.size:
-        raise InvalidProblemError(
-            f"{name} must be >= 1 for every job (a job runs on at least one worker); got "
-            f"{float(arr[bad[0]]):g} for job {bad[0]}."
-        )
-    big = np.flatnonzero(_exceeds(raw, arr, COUNT_MAX))
-    if big.size:
-        raise InvalidProblemError(
-            f"{name} must be at most 2**53 = {COUNT_MAX}; got {int(raw[big[0]])} for job {big[0]}."
-        )
-    # above K is the same bound as K (the cluster caps every job anyway)
-    return np.minimum(arr, float(MAX_WORKERS)).astype(np.int64)
-
-
-def min_worker_flow(allowed, capacity, demand):
-    """Give every job ``demand[i]`` workers of the types it may use, within ``capacity``.
-
-    A max-flow from the jobs (supply ``demand``) to the types (capacity
-    ``capacity``) over the edges ``allowed[i, g]``: a greedy first fill, then
-    breadth-first augmenting paths (Edmonds-Karp) from the jobs still short.
-
-    Parameters
-    ----------
-    allowed : ndarray of bool, shape (S, G)
-    capacity : ndarray of int64, shape (G,)
-    demand : ndarray of int64, shape (S,)
-
-    Returns
-    -------
-    flow : ndarray of int64, shape (S, G)
-        Workers of type g given to job i (``flow.sum(axis=1) == demand`` when
-        ``short`` is None).
-    short : ndarray of int64 or None
-        When no flow meets every demand: the jobs reached from a short job in
-        the residual graph, a set whose allowed types hold fewer workers than
-        its summed demand (Hall's condition for demands, violated); else None.
-    """
-    S, G = allowed.shape
-    flow = np.zeros((S, G), dtype=np.int64)
-    free = np.array(capacity, dtype=np.int64)
-    need = np.array(demand, dtype=np.int64)
-    for i in range(S):  # greedy: types in index order
-        for g in np.flatnonzero(allowed[i] & (free > 0)):
-            take = min(int(need[i]), int(free[g]))
-            flow[i, g] += take
-            free[g] -= take
-            need[i] -= take
-            if need[i] == 0:
-                break
-    while need.any():
-        starts = np.flatnonzero(need > 0)
-        job_seen = np.zeros(S, dtype=bool)
-        job_seen[starts] = True
-        type_from = np.full(G, -1, dtype=np.int64)  # job that reached type g
-        job_from = np.full(S, -1, dtype=np.int64)  # type that reached job i (-1: a start)
-        frontier, end = list(starts), -1
-        while frontier and end < 0:
-            nxt = []
-            for i in frontier:
-                for g in np.flatnonzero(allowed[i] & (type_from < 0)):
-                    type_from[g] = i
-                    if free[g] > 0:
-                        end = g
-                        break
-                    for j in np.flatnonzero((flow[:, g] > 0) & ~job_seen):
-                        job_seen[j] = True
-                        job_from[j] = g
-                        nxt.append(j)
-                if end >= 0:
-                    break
-            frontier = nxt
-        if end < 0:
-            return flow, np.flatnonzero(job_seen)
-        path, g = [], end  # (job, type) forward edges; between them, (job, type) edges taken back
-        while True:
-            i = int(type_from[g])
-            path.append((i, g))
-            if job_from[i] < 0:
-                break
-            g = int(job_from[i])
-        amount = min(int(free[end]), int(need[path[-1][0]]))
-        # the backward edges: job i gives up the type it was reached through, job_from[i]
-        for i, _ in path:
-            if job_from[i] >= 0:
-                amount = min(amount, int(flow[i, job_from[i]]))
-        for i, g in path:
-            flow[i, g] += amount
-            if job_from[i] >= 0:
-                flow[i, job_from[i]] -= amount
-        free[end] -= amount
-        need[path[-1][0]] -= amount
-    return flow, None
-
-
-def _names(value, name, n, prefix):
-    if value is None:
-        return tuple([prefix + i for i in map(str, range(n))])
-    if isinstance(value, str):
-        raise InvalidProblemTypeError(
-            f"{name} must be a sequence of {n} names; got the single string {value!r}."
-        )
-    names = tuple(str(v) for v in value)
-    if len(names) != n:
-        raise InvalidProblemError(f"{name} must hold {n} names; got {len(names)}.")
-    if len(set(names)) != n:
-        raise InvalidProblemError(f"{name} must be distinct; got {list(names)}.")
-    return names
-
-
-def _compact(values, head=8):
-    """``[a, b, ...]`` text of an integer vector: all of it when short, else its first ``head`` entries."""
-    values = np.asarray(values).tolist()
-    if len(values) <= head:
-        return str(values)
-    return "[" + ", ".join(str(v) for v in values[:head]) + f", ...] ({len(values)} entries)"
 
 
 def _frozen(arr):
@@ -450,150 +171,25 @@ class Problem:
         current: "np.typing.ArrayLike | None" = None,
         restart_time: "np.typing.ArrayLike | None" = None,
     ) -> None:
-        # a pandas DataFrame brings its own labels (duck-typed: pandas stays optional)
-        frame = not isinstance(throughput, np.ndarray) and hasattr(throughput, "columns") and hasattr(throughput, "index")
-        rho = _as_float_array(
-            throughput, "throughput", "a 2-D array of shape (n_jobs, n_types)", 2
-        )
-        S, G = rho.shape
-        if S == 0 or G == 0:
-            raise InvalidProblemError(
-                f"throughput must have at least one job and one type; got shape {rho.shape}."
-            )
-        if frame:
-            if job_names is None:
-                job_names = _axis_labels(throughput.index, S)
-            if type_names is None:
-                type_names = _axis_labels(throughput.columns, G)
-        given_jobs, given_types = job_names is not None, type_names is not None
-        job_names = _names(job_names, "job_names", S, "job")
-        type_names = _names(type_names, "type_names", G, "type")
-        # labels to align pandas Series inputs on (None: only the default names, align by position);
-        # the defaults are built once (10**7 columns took seconds per extra build)
-        job_labels = job_names if given_jobs and job_names != _names(None, "", S, "job") else None
-        type_labels = type_names if given_types and type_names != _names(None, "", G, "type") else None
-        _check_finite(rho, "throughput", "Use 0 for a type a job cannot run on.")
-        if (rho < 0).any():
-            i, g = (int(v) for v in np.argwhere(rho < 0)[0])
-            raise InvalidProblemError(
-                f"throughput must be >= 0; got {float(rho[i, g])!r} for job {i} on type {g}. "
-                "Use 0 for a type a job cannot run on."
-            )
-        check_real_range("throughput", rho, error=InvalidProblemError, fix="Use 0 for a type a job cannot run on. " + _RANGE_FIX)
-
-        counts_text = f"one count per type, shape ({G},)"
-        counts_raw = _real(_aligned(type_counts, "type_counts", type_labels, "type names"), "type_counts", counts_text)
-        counts = _to_float(counts_raw, "type_counts", fix=f"At most {MAX_WORKERS:,} workers are supported.")
-        if counts.ndim != 1:
-            raise InvalidProblemError(f"type_counts must be {counts_text}; got an array of shape {counts.shape}.")
-        if counts.shape != (G,):
-            raise InvalidProblemError(
-                f"type_counts must have one entry per type (throughput has {G} columns); "
-                f"got shape {counts.shape}."
-            )
-        _check_finite(counts, "type_counts", "Give a whole number of workers per type.")
-        if (counts < 0).any() or (counts != np.round(counts)).any():
-            g = int(np.flatnonzero((counts < 0) | (counts != np.round(counts)))[0])
-            raise InvalidProblemError(
-                f"type_counts must be non-negative integers; got {float(counts[g])!r} for type {g}."
-            )
-        # the exact (Python int) total, before any int64 arithmetic: an int64 sum of huge counts wraps
-        K = check_count_total(
-            "type_counts", counts_raw, limit=MAX_WORKERS, error=InvalidProblemError,
-            fix="That total is the number of workers K; split the cluster into several problems.",
-        )
-        counts = counts.astype(np.int64)
-        if K == 0:
-            raise InvalidProblemError(
-                f"type_counts must give at least one worker; got {counts.tolist()} (zero workers)."
-            )
-        if S > K:
-            raise InvalidProblemError(
-                f"a placement gives every job at least one worker, so n_jobs <= n_workers; "
-                f"got {S} jobs (rows of throughput) for {K} workers (sum of type_counts). "
-                "Add workers or place the jobs in several rounds."
-            )
-
-        if S * (K + 1) > MAX_TABLE_CELLS:
-            raise InvalidProblemError(
-                f"{S} jobs on {K} workers need dense (n_jobs, n_workers + 1) tables of {S * (K + 1):,} cells; "
-                f"at most {MAX_TABLE_CELLS:,} are supported (4 GiB per table). Place the jobs in several "
-                "rounds or split the cluster."
-            )
-
-        worker_type = np.repeat(np.arange(G, dtype=np.int64), counts)
-        avail = self._available_iv(available, K, S, worker_type)
-        up_counts = counts if avail.all() else np.bincount(worker_type[avail], minlength=G).astype(np.int64)
-        usable = rho[:, up_counts > 0] > 0
-        stranded = np.flatnonzero(~usable.any(axis=1))
-        if stranded.size:
-            i = int(stranded[0])
-            if avail.all():
-                raise InvalidProblemError(
-                    f"job {i} can run on no type present in the cluster: throughput[{i}] = "
-                    f"{rho[i].tolist()} with type_counts = {counts.tolist()}. Give it a positive "
-                    "throughput on a type that has workers, or remove the job."
-                )
-            raise InvalidProblemError(
-                f"job {i} can run on no type with an available worker: throughput[{i}] = "
-                f"{rho[i].tolist()} with available workers per type = {up_counts.tolist()} "
-                f"(type_counts = {counts.tolist()}, some marked False in available). Mark a worker "
-                "of a type it can run on available, or remove the job."
-            )
-
-        batch_arr = _per_job(batch, "batch", S, integer=True, names=job_labels)
-        iters = _per_job(iterations, "iterations", S, names=job_labels)
-        grad = _per_job(grad_bytes, "grad_bytes", S, default=0.0, positive=False, names=job_labels)
-
-        bw = _real(bandwidth, "bandwidth", "", what="a number of bytes/s (or math.inf for no communication)")
-        if bw.ndim != 0:
-            raise InvalidProblemError(
-                f"bandwidth must be a single number of bytes/s (one bandwidth per worker link); "
-                f"got an array of shape {bw.shape}."
-            )
-        bandwidth = float(_to_float(bw, "bandwidth"))
-        if not bandwidth > 0:
-            raise InvalidProblemError(
-                f"bandwidth must be > 0 bytes/s (math.inf switches communication off); got {bandwidth!r}."
-            )
-        if math.isfinite(bandwidth):
-            check_real_range("bandwidth", bandwidth, error=InvalidProblemError,
-                             fix="Use math.inf to switch communication off. " + _RANGE_FIX)
-
-        if worker_speed is None:
-            speed = np.ones(K)
-        else:
-            speed = _as_float_array(worker_speed, "worker_speed", f"one speed per worker, shape ({K},)", 1)
-            if speed.shape != (K,):
-                raise InvalidProblemError(
-                    f"worker_speed must have one value per worker (sum of type_counts = {K}); "
-                    f"got shape {speed.shape}."
-                )
-            _check_finite(speed, "worker_speed", "Speeds are fractions in (0, 1].")
-            bad = np.flatnonzero((speed <= 0) | (speed > 1))
-            if bad.size:
-                raise InvalidProblemError(
-                    f"worker_speed must lie in (0, 1]; got {float(speed[bad[0]])!r} for worker {bad[0]}. "
-                    "Divide by the fastest worker's speed, or fold a constant factor into throughput."
-                )
-            check_real_range("worker_speed", speed, error=InvalidProblemError,
-                             fix="Fold a constant factor into throughput instead.")
-
+        iv = _problem_iv(throughput, type_counts, batch, iterations, grad_bytes, bandwidth, worker_speed,
+                         job_names, type_names, min_workers, max_workers, available, current, restart_time)
+        rho, iters, grad, speed, avail = iv.throughput, iv.iterations, iv.grad_bytes, iv.worker_speed, iv.available
+        (S, G), K = rho.shape, len(iv.worker_type)
         self.throughput = _frozen(rho)
-        self.type_counts = _frozen(counts)
-        self.batch = _frozen(batch_arr)
+        self.type_counts = _frozen(iv.type_counts)
+        self.batch = _frozen(iv.batch)
         self.iterations = _frozen(iters)
         self.grad_bytes = _frozen(grad)
-        self.bandwidth = bandwidth
+        self.bandwidth = iv.bandwidth
         self.worker_speed = _frozen(speed)
-        self.job_names = job_names
-        self.type_names = type_names
+        self.job_names = iv.job_names
+        self.type_names = iv.type_names
 
         self.n_jobs, self.n_types, self.n_workers = S, G, K
-        self.worker_type = _frozen(worker_type)
+        self.worker_type = _frozen(iv.worker_type)
         self.available = _frozen(avail)
         self.n_available = int(avail.sum())
-        self.available_counts = _frozen(up_counts)
+        self.available_counts = _frozen(iv.available_counts)
         wtp = rho[:, self.worker_type] * speed[None, :]
         if self.n_available < K:
             wtp[:, ~avail] = 0.0  # a down worker runs no job
@@ -601,20 +197,18 @@ class Problem:
         else:
             self.class_speed = self.worker_speed
         self.worker_throughput = _frozen(wtp)
-        self.work = _frozen(iters * batch_arr)
+        self.work = _frozen(iters * iv.batch)
         self.uniform_speed = bool(np.all(speed == 1.0)) and self.n_available == K
         n = np.arange(K + 1, dtype=np.float64)
         frac = np.zeros(K + 1)
         frac[2:] = 2.0 * (n[2:] - 1.0) / n[2:]
-        if math.isinf(bandwidth):
+        if math.isinf(iv.bandwidth):
             comm = np.zeros((S, K + 1))
         else:
-            comm = (iters * grad / bandwidth)[:, None] * frac[None, :]
+            comm = (iters * grad / iv.bandwidth)[:, None] * frac[None, :]
         self.comm_time = _frozen(comm)
         self.has_communication = bool(np.any(comm > 0))
-        # A worker whose share of the batch rounds to no sample does no work, so a
-        # job can use at most ``batch`` workers: sizes above that are infeasible.
-        lo, hi = self._bounds_iv(min_workers, max_workers, batch_arr, job_labels)
+        lo, hi = iv.min_workers, iv.max_workers
         self.min_workers = _frozen(lo)
         self.max_workers = _frozen(hi)
         capped = np.flatnonzero((hi < K) | (lo > 1))
@@ -626,56 +220,14 @@ class Problem:
             self.size_cost = _frozen(cost)
         else:
             self.size_cost = self.comm_time  # no size is capped: the same table
-        if (lo > 1).any():
-            self._check_minima()
-        else:
-            self._check_coverable()
-        self._restart_iv(current, restart_time, job_labels)
+        self._set_restart(iv.current, iv.restart_time)
         self._jct_alone = None
 
-    def _restart_iv(self, current, restart_time, names):
-        """Set ``current``, ``running``, ``restart_time``, ``restart_cost``, ``can_keep``, or raise."""
-        S, K = self.n_jobs, self.n_workers
-        if current is None:
-            cur = np.full(K, -1, dtype=np.int64)
-        else:
-            if isinstance(current, (str, bytes)):
-                raise InvalidProblemTypeError(
-                    f"current must be {K} integers (job index per worker, -1 for none); got a string."
-                )
-            raw = as_real_array(current, "current", what="integer job indices (-1 for none)",
-                                shape_text=f"{K} integers, one job index per worker", error=InvalidProblemTypeError)
-            if raw.shape != (K,):
-                raise InvalidProblemError(
-                    f"current must have one job index per worker (sum of type_counts = {K}); got shape {raw.shape}."
-                )
-            f = raw.astype(np.float64) if raw.dtype.kind != "O" else np.array([float(v) for v in raw.tolist()])
-            bad = np.flatnonzero(~np.isfinite(f) | (f != np.round(f)) | (f < -1) | (f >= S))
-            if bad.size:
-                k = int(bad[0])
-                raise InvalidProblemError(
-                    f"current[{k}] = {raw.tolist()[k]!r} is not a job index: use 0..{S - 1} for the job "
-                    "worker k runs now, or -1 for none."
-                )
-            cur = f.astype(np.int64)
-            busy = np.flatnonzero(cur >= 0)
-            dead = busy[self.throughput[cur[busy], self.worker_type[busy]] <= 0]
-            if dead.size:
-                k = int(dead[0])
-                raise InvalidProblemError(
-                    f"current[{k}] = {int(cur[k])}, but job {int(cur[k])} cannot run on worker {k}'s type "
-                    f"{self.type_names[self.worker_type[k]]} (throughput 0), so it cannot be running there. "
-                    "Fix current, or the throughput table."
-                )
-        held = np.bincount(cur[cur >= 0], minlength=S)
+    def _set_restart(self, cur, rt):
+        """Set ``current``, ``running``, ``restart_time``, ``restart_cost``, ``can_keep`` and ``replacing``."""
+        held = np.bincount(cur[cur >= 0], minlength=self.n_jobs)
         running = held > 0
-        rt = _per_job(restart_time, "restart_time", S, default=0.0, positive=False, names=names)
-        if current is None and restart_time is not None and (rt > 0).any():
-            raise InvalidProblemError(
-                "restart_time is given but current is not: without a running placement no job can restart. "
-                "Pass current (the job index of every worker now, -1 for none) as well."
-            )
-        lost = np.zeros(S, dtype=bool)  # a running job with a current worker that is down
+        lost = np.zeros(self.n_jobs, dtype=bool)  # a running job with a current worker that is down
         if not self.available.all():
             np.logical_or.at(lost, cur[(cur >= 0) & ~self.available], True)
         keep = running & ~lost & (held >= self.min_workers) & (held <= self.max_workers)
@@ -685,124 +237,6 @@ class Problem:
         self.restart_cost = _frozen(np.where(running, rt, 0.0))
         self.can_keep = _frozen(keep)
         self.replacing = bool(running.any())
-
-    @staticmethod
-    def _available_iv(available, K, S, worker_type):
-        """``available`` as a (K,) bool array (all True when None), or raise."""
-        if available is None:
-            return np.ones(K, dtype=bool)
-        shape_text = f"one bool per worker, shape ({K},)"
-        arr = as_bool_array(available, "available", shape_text=shape_text, error=InvalidProblemTypeError)
-        if arr.shape != (K,):
-            raise InvalidProblemError(
-                f"available must have one bool per worker (sum of type_counts = {K}); got shape {arr.shape}."
-            )
-        up = int(arr.sum())
-        if up == 0:
-            raise InvalidProblemError(
-                f"available must mark at least one worker True; got all {K} workers down. "
-                "Mark the workers that can run jobs True."
-            )
-        if S > up:
-            raise InvalidProblemError(
-                f"a placement gives every job at least one worker, so n_jobs <= the available workers; "
-                f"got {S} jobs for {up} available workers ({K - up} of {K} are False in available). "
-                "Mark more workers available or place the jobs in several rounds."
-            )
-        return arr
-
-    def _bounds_iv(self, min_workers, max_workers, batch, names):
-        """``(min_workers, max_workers in force)`` as int64 (S,) arrays, or raise."""
-        S, K = self.n_jobs, self.n_workers
-        lo = _per_job_count(min_workers, "min_workers", S, 1, names)
-        hi_user = _per_job_count(max_workers, "max_workers", S, K, names)
-        bad = np.flatnonzero(lo > hi_user) if max_workers is not None else ()
-        if len(bad):
-            i = int(bad[0])
-            raise InvalidProblemError(
-                f"min_workers must be <= max_workers for every job; got min_workers = {int(lo[i])} > "
-                f"max_workers = {int(hi_user[i])} for job {i}. Lower min_workers or raise max_workers "
-                "(equal values make a rigid job)."
-            )
-        hi = np.minimum(np.minimum(hi_user, batch), K).astype(np.int64)
-        bad = np.flatnonzero(lo > hi)
-        if bad.size:
-            i = int(bad[0])
-            why = (f"its batch of {int(batch[i])} samples gives at most {int(batch[i])} workers a sample"
-                   if batch[i] < min(hi_user[i], K) else f"the cluster has {K} workers")
-            raise InvalidProblemError(
-                f"min_workers = {int(lo[i])} for job {i} exceeds the most workers it can use, "
-                f"{int(hi[i])} = min(max_workers, batch, n_workers): {why}. Lower its min_workers "
-                f"to at most {int(hi[i])}."
-            )
-        total = exact_int_sum(lo)
-        if total > K:
-            raise InvalidProblemError(
-                f"min_workers sums to {total}, more than the {K} workers of the cluster "
-                f"(sum of type_counts); min_workers = {_compact(lo)}. Lower the minima or add workers."
-            )
-        return lo, hi
-
-    def _check_minima(self):
-        """Raise unless some placement gives every job its min_workers (Hall's condition for demands)."""
-        counts = self.available_counts
-        allowed = (self.throughput > 0) & (counts > 0)[None, :]
-        room = allowed.astype(np.int64) @ counts
-        lo = self.min_workers
-        kind = "" if self.n_available == self.n_workers else "available "
-        bad = np.flatnonzero(lo > room)
-        if bad.size:
-            i = int(bad[0])
-            types = [self.type_names[g] for g in np.flatnonzero(allowed[i])]
-            raise InvalidProblemError(
-                f"min_workers = {int(lo[i])} for job {i}, but the types it can run on ({', '.join(types)}) "
-                f"have only {int(room[i])} {kind}worker{'s' if room[i] != 1 else ''}. Lower its min_workers to at most {int(room[i])}, or "
-                "give it a positive throughput on more types."
-            )
-        _, short = min_worker_flow(allowed, counts, lo)
-        if short is not None:
-            types = np.flatnonzero(allowed[short].any(axis=0))
-            have = int(counts[types].sum())
-            raise InvalidProblemError(
-                f"no placement gives every job its min_workers: jobs {_compact(short)} need "
-                f"{exact_int_sum(lo[short])} workers together (their min_workers), but the types they can "
-                f"run on ({', '.join(self.type_names[g] for g in types)}) have only {have}"
-                f"{'' if not kind else ' available'}. Lower their min_workers or add "
-                f"{kind}workers of those types."
-            )
-
-    # ------------------------------------------------------------------ checks
-    def _check_coverable(self):
-        """Raise when no placement can give every job one worker (Hall's condition)."""
-        S = self.n_jobs
-        cap = self.available_counts.copy()
-        can = self.throughput > 0
-        owner = [[] for _ in range(self.n_types)]  # jobs currently holding a slot of type g
-
-        def augment(i, seen):
-            for g in np.flatnonzero(can[i]):
-                if seen[g]:
-                    continue
-                seen[g] = True
-                if len(owner[g]) < cap[g]:
-                    owner[g].append(i)
-                    return True
-                for j in list(owner[g]):
-                    if augment(j, seen):
-                        owner[g].remove(j)
-                        owner[g].append(i)
-                        return True
-            return False
-
-        for i in range(S):
-            if not augment(i, np.zeros(self.n_types, dtype=bool)):
-                where = (f"type_counts = {self.type_counts.tolist()}" if self.n_available == self.n_workers
-                         else f"the available workers per type, {cap.tolist()} (available marks some down),")
-                raise InvalidProblemError(
-                    f"no placement gives every job a worker: job {i} (and the jobs before it) "
-                    f"need more workers of the types they can run on than {where} "
-                    "provides. Add workers of those types or remove jobs."
-                )
 
     # ------------------------------------------------------------- quantities
     @property
