@@ -244,8 +244,8 @@ class SMPPolicy:
         if late:  # jobs behind their fair share first, in the same order among themselves
             jobs = [s for s in jobs if s.job.job_id in late] + [s for s in jobs if s.job.job_id not in late]
         counts_all = [c for c in table.gpu_counts if 1 <= c <= limit]
-        # per job: [(count, steps/s)] by count; best steps/s per GPU; remaining-time weight (base: unboosted)
-        opts, per, value, base = [], [], [], []
+        # per job: [(count, steps/s)] by count; best steps/s per GPU; remaining-time weight (times the boost)
+        opts, per, value = [], [], []
         for s in jobs:
             o = []
             for c in counts_all:
@@ -259,7 +259,6 @@ class SMPPolicy:
             t = max(s.remaining_steps, 1e-9) / x if x > 0 else 1.0
             w = t ** -self.priority if x > 0 else 0.0
             per.append(x if x > 0 else 1.0)
-            base.append(w)
             value.append(w * (_LATE_BOOST if s.job.job_id in late else 1.0))
         level = [-1] * len(jobs)  # index into opts[i] of the job's count, -1 = no GPUs
         room = K
@@ -296,15 +295,15 @@ class SMPPolicy:
             if b is not None and b[0] > 0:
                 heapq.heappush(heap, (-b[0], i, b[1]))
         # SMP's objective for the types: with iterations w_i * R_i**2 (R_i the sized rate), SMP's sum of
-        # iterations / rate changes near R by -sum_i w_i dX_i, minus the value gained (the boost is left out:
-        # it orders the sizing, and a 1e6 weight would leave SMP blind to the other jobs)
+        # iterations / rate changes near R by -sum_i w_i dX_i, minus the value gained; a job behind its fair
+        # share keeps its boost here too, so it gets the fast types (the sizing alone gives it GPUs, not speed)
         self._weight = {}
         out = []
         for i, s in enumerate(jobs):
             if level[i] >= 0:
                 c, r = opts[i][level[i]]
                 out.append((s, c))
-                self._weight[s.job.job_id] = base[i] / per[i] * r * r / max(s.remaining_steps, 1e-9)
+                self._weight[s.job.job_id] = value[i] / per[i] * r * r / max(s.remaining_steps, 1e-9)
         return out
 
     # ------------------------------------------------------------ measured sizes
