@@ -111,7 +111,7 @@ def table(out, policies, seeds, setups, n_jobs, measure):
                 costs.append("-")
                 continue
             r0 = runs[0]
-            cell = (f"**{r0['avg_jct'] / 3600:.1f}** (p99 {r0['p99_jct'] / 3600:.0f}, "
+            cell = (f"**{r0['avg_jct'] / 3600:.2f}** (p99 {r0['p99_jct'] / 3600:.0f}, "
                     f"{r0['restarts_per_job']:.1f} r/j)")
             g = GAVEL.get((trace, rate), {}).get(pol)
             if g is not None:
@@ -119,7 +119,7 @@ def table(out, policies, seeds, setups, n_jobs, measure):
             c = f"FTF {r0['ftf_worst']:.2f}, {r0['gpu_hours']:,.0f} GPU-h"
             if len(runs) > 1:
                 mean = lambda k: np.mean([r[k] for r in runs.values()])  # noqa: E731
-                cell += f"; seeds {min(runs)}-{max(runs)}: {mean('avg_jct') / 3600:.1f}"
+                cell += f"; seeds {min(runs)}-{max(runs)}: {mean('avg_jct') / 3600:.2f}"
                 c += f"; seeds {min(runs)}-{max(runs)}: FTF {mean('ftf_worst'):.2f}, {mean('gpu_hours'):,.0f} GPU-h"
             cells.append(cell)
             costs.append(c)
@@ -130,9 +130,9 @@ def table(out, policies, seeds, setups, n_jobs, measure):
     for k, label in ((0, "free sizes"), (1, "trace sizes")):
         cells = []
         for st in setups:
-            cell = f"{lb[0][st][k]:.1f}" if 0 in lb else "-"
+            cell = f"{lb[0][st][k]:.2f}" if 0 in lb else "-"
             if len(all_seeds) > 1:
-                cell += f"; seeds {all_seeds[0]}-{all_seeds[-1]}: {np.mean([lb[s][st][k] for s in all_seeds]):.1f}"
+                cell += f"; seeds {all_seeds[0]}-{all_seeds[-1]}: {np.mean([lb[s][st][k] for s in all_seeds]):.2f}"
             cells.append(cell)
         lines.append(f"| lower bound, {label} | " + " | ".join(cells) + " |")
     lines += ["", "Worst finish-time fairness and GPU-hours of the measured jobs (trace seed 0, then the mean over "
