@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ._validation import (
-    COUNT_MAX, REAL_MAX, REAL_MIN, as_bool_array, as_real_array, check_count_total, check_real_range, exact_int_sum,
+    COUNT_MAX, as_bool_array, as_real_array, check_count_total, check_real_range, exact_int_sum, float64_copy,
 )
 from .errors import InvalidProblemError, InvalidProblemTypeError
 
@@ -36,18 +36,8 @@ def _real(value, name, shape_text, what="numbers"):
 
 
 def _to_float(raw, name, fix=_RANGE_FIX):
-    """Float64 copy of the real array ``raw`` (an integer too large for float64 is an error).
-
-    Always a copy: the Problem freezes its arrays, and the caller's own array
-    must stay writable (np.asarray returned a float64 input itself).
-    """
-    try:
-        return np.array(raw, dtype=np.float64)
-    except OverflowError:
-        raise InvalidProblemError(
-            f"{name} holds an integer too large for a float64 (the supported magnitude is "
-            f"{REAL_MIN:g}..{REAL_MAX:g}). {fix}"
-        ) from None
+    """Float64 copy of the real array ``raw`` (:func:`hetplace._validation.float64_copy`, the range fix by default)."""
+    return float64_copy(raw, name, fix)
 
 
 def _as_float_array(value, name, shape_text, ndim):

@@ -6,11 +6,11 @@ import numbers
 
 import numpy as np
 
-from .errors import InvalidOptionError
+from .errors import InvalidOptionError, InvalidProblemError
 
 __all__ = [
     "check_choice", "check_seed", "check_options", "check_positive_int", "check_time_limit",
-    "REAL_MIN", "REAL_MAX", "COUNT_MAX", "check_real_range", "exact_int_sum", "check_count_total",
+    "REAL_MIN", "REAL_MAX", "COUNT_MAX", "float64_copy", "check_real_range", "exact_int_sum", "check_count_total",
     "is_real_scalar", "as_real_array", "as_bool_array",
 ]
 
@@ -238,3 +238,19 @@ def as_bool_array(value, name, shape_text="", error=InvalidOptionError):
     at = "" if not idx else f" at index {int(idx[0]) if len(idx) == 1 else tuple(int(i) for i in idx)}"
     got = "None" if bad is None else f"{type(bad).__name__} {bad!r}"
     raise error(f"{name} must be bools (True/False), not numbers or strings; got {got}{at}.{tail}")
+
+
+def float64_copy(raw, name, fix):
+    """A float64 copy of the real array ``raw``; an integer too large for a float64 is an error.
+
+    Always a copy (``np.asarray`` would return a float64 input itself, and callers freeze or
+    modify what they get while the caller's own array must stay as it was).  ``fix`` ends the
+    message.
+    """
+    try:
+        return np.array(raw, dtype=np.float64)
+    except OverflowError:
+        raise InvalidProblemError(
+            f"{name} holds an integer too large for a float64 (the supported magnitude is "
+            f"{REAL_MIN:g}..{REAL_MAX:g}). {fix}"
+        ) from None

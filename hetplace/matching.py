@@ -26,7 +26,7 @@ import numbers
 import numpy as np
 
 from ._result import Result
-from ._validation import REAL_MAX, REAL_MIN, as_real_array, check_choice, check_real_range, exact_int_sum
+from ._validation import as_real_array, check_choice, check_real_range, exact_int_sum, float64_copy
 from .errors import (
     InvalidOptionError,
     InvalidPlacementError,
@@ -190,13 +190,7 @@ def _kernels(backend):
 def _float_matrix(value, name, what):
     """``value`` as a float64 copy; bools, complex numbers, strings and other objects are rejected."""
     raw = as_real_array(value, name, what="numbers", shape_text=what, error=InvalidProblemTypeError)
-    try:
-        return np.array(raw, dtype=np.float64)
-    except OverflowError:
-        raise InvalidProblemError(
-            f"{name} holds an integer too large for a float64 (the supported magnitude is "
-            f"{REAL_MIN:g}..{REAL_MAX:g}). Pass {what}, rescaled."
-        ) from None
+    return float64_copy(raw, name, f"Pass {what}, rescaled.")
 
 
 def _values_iv(values, allowed):
