@@ -143,8 +143,10 @@ def test_fairness_serves_a_job_behind_its_fair_share_first():
     assert _sizes(make_policy("smp"), state) == {1: 1}  # shortest remaining time first
     assert make_policy("smp", fairness=2.0)._late(state, state.jobs) == {0}  # estimated FTF 4
     assert _sizes(make_policy("smp", fairness=2.0), state) == {0: 1}
-    # smp-fair's 1.0: a job that just arrived has reached it too (its estimate is exactly 1), so both count
-    assert make_policy("smp-fair")._late(state, state.jobs) == {0, 1}
+    assert make_policy("smp-fair")._late(state, state.jobs) == {0}  # its 1.5
+    assert _sizes(make_policy("smp-fair"), state) == {0: 1}
+    # at 1.0 a job that just arrived has reached it too (its estimate is exactly 1), so both count
+    assert make_policy("smp", fairness=1.0)._late(state, state.jobs) == {0, 1}
     assert _sizes(make_policy("smp", fairness=5.0), state) == {1: 1}  # not that far behind
 
 

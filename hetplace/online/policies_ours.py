@@ -466,7 +466,7 @@ def _comm_per_step(table, model, types):
 
 
 class SMPFairPolicy(SMPPolicy):
-    """``"smp"`` with its fairness setting on: ``fairness=1.0`` by default.
+    """``"smp"`` with its fairness setting on: ``fairness=1.5`` by default.
 
     A job whose estimated finish-time fairness reaches ``fairness`` (the FTF it
     would end with if it ran at an isolated ``1 / n`` share of the cluster from
@@ -475,7 +475,7 @@ class SMPFairPolicy(SMPPolicy):
 
     name = "smp-fair"
 
-    def __init__(self, fairness=1.0, **options):
+    def __init__(self, fairness=1.5, **options):
         super().__init__(fairness=fairness, **options)
 
 
