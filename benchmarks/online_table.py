@@ -2,18 +2,18 @@
 
     PYTHONPATH=. nice -n 10 python benchmarks/online_table.py --out online-table --workers 2
 
-runs every policy on trace seed 0 and Gavel's four policies and ``smp`` on seed 1 too (60
-simulations: about 40 minutes with 2 workers on the project's busy 2-core machine, plus about
-8 minutes for the four runs of the Sia-like programme, which solves a CP-SAT model every
-round).  Each (trace, rate, policy, seed) is one ``hetplace.online.simulate`` run of 6,000 jobs on
+runs every policy on trace seed 0, and Gavel's four policies, the Sia-like programme, ``smp`` and
+``smp-fair`` on seed 1 too (72 simulations: about an hour with 2 workers on the project's busy
+2-core machine, a third of it the Sia-like programme, which solves a CP-SAT model every round).
+The traces are drawn with ``job_table="figures"``, the order of Gavel's published runs.  Each (trace, rate, policy, seed) is one ``hetplace.online.simulate`` run of 6,000 jobs on
 36:36:36 with jobs 4000-4999 measured (Gavel's setup, docs/online.md §8), run on the
 executors of ``hetplace simulate``.  Finished runs are cached as
 ``OUT/<trace>_<policy>_rate<r>_seed<s>.json`` and not run again, so the table can be
 extended (more seeds, more policies) by running the command again.  The markdown table
 (average JCT in hours of trace seed 0, the jobs of Gavel's published runs, with p99 JCT and
-restarts per job, then the mean over every seed cached in OUT) is
-written to ``OUT/table.md`` and printed, with the lower bound of
-:func:`hetplace.online.lower_bound` and Gavel's published figures beside it.
+restarts per job, then the mean over every seed cached in OUT), and a second one of worst
+finish-time fairness and GPU-hours, are written to ``OUT/table.md`` and printed, with the lower
+bound of :func:`hetplace.online.lower_bound` and Gavel's published figures beside them.
 """
 
 import argparse
