@@ -5,7 +5,8 @@
 runs every policy on trace seed 0, and Gavel's four policies, the Sia-like programme, ``smp`` and
 ``smp-fair`` on seed 1 too (72 simulations: about an hour with 2 workers on the project's busy
 2-core machine, a third of it the Sia-like programme, which solves a CP-SAT model every round).
-The traces are drawn with ``job_table="figures"``, the order of Gavel's published runs.  Each (trace, rate, policy, seed) is one ``hetplace.online.simulate`` run of 6,000 jobs on
+The traces are drawn with ``job_table="figures"``, the order of Gavel's published runs.  Each
+(trace, rate, policy, seed) is one ``hetplace.online.simulate`` run of 6,000 jobs on
 36:36:36 with jobs 4000-4999 measured (Gavel's setup, docs/online.md §8), run on the
 executors of ``hetplace simulate``.  Finished runs are cached as
 ``OUT/<trace>_<policy>_rate<r>_seed<s>.json`` and not run again, so the table can be
