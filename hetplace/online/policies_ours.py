@@ -148,6 +148,7 @@ class SMPPolicy:
             raise InvalidOptionError(f"restart_floor must be a finite number of seconds >= 0; got {restart_floor!r}.")
         self.restart_floor = float(restart_floor)
         self._per_model = {}
+        self._count_cache = {}
         self._share = 4096
         self.decision_log = []  # (n_active, n_admitted) per round
 
@@ -169,6 +170,11 @@ class SMPPolicy:
             d = (rho, batch, cap, _comm_per_step(table, model, types))
             self._per_model[key] = d
         return d
+
+    def _share_limit(self, K, n_jobs):
+        """Most GPUs a job may get under ``share_cap`` equal shares of the ``K`` GPUs among ``n_jobs`` (at least 1)."""
+        share = self.share_cap * K / max(n_jobs, 1)
+        return K if math.isinf(share) else max(1, int(share))
 
     def _bounds(self, job, cap):
         hi = max(1, min(self.max_gpus, cap, self._share))
@@ -211,21 +217,37 @@ class SMPPolicy:
         """
         if self.fairness is None or not jobs:
             return set()
-        prog, cluster = state.progress, state.cluster
-        n = len(jobs)
         out = set()
         for s in jobs:
-            sf = s.job.scale_factor
-            share = [cluster[g] / (n * sf) for g in cluster]
-            tot = sum(share)
-            if tot > 1:
-                share = [x / tot for x in share]
-            iso = sum(x * prog.single_rates(s.job.model, g, sf)[sf] for x, g in zip(share, cluster))
+            iso = state.progress.isolated_rate(s.job.model, s.job.scale_factor, state.cluster, len(jobs))
             if iso > 0:
                 age = max(state.time - s.job.arrival, 0.0)
                 if (age + s.remaining_steps / iso) >= self.fairness * (s.job.total_steps / iso):
                     out.add(s.job.job_id)
         return out
+
+    def _counts(self, table, types, model, limit):
+        """``([(count, steps/s)], best steps/s per GPU)`` of ``model`` for the marginal sizing (cached per model).
+
+        The measured counts ``<= limit`` with a figure on some type of ``types`` (at
+        least ``min_efficiency`` per GPU), each faster than every smaller one (a larger
+        count that is not faster is never worth it); the rate is the fastest type's.
+        """
+        key = (id(table), types, model, limit)
+        d = self._count_cache.get(key)
+        if d is None:
+            o = []
+            for c in table.gpu_counts:
+                if not 1 <= c <= limit:
+                    continue
+                rate = max(table.steps_per_second(model, g, c) for g in types)
+                if rate <= 0 or (c > 1 and _efficiency(table, model, types, c) < self.min_efficiency):
+                    continue
+                if not o or rate > o[-1][1]:
+                    o.append((c, rate))
+            d = (o, max((r / c for c, r in o), default=0.0))
+            self._count_cache[key] = d
+        return d
 
     def _sizes_marginal(self, state, types, K):
         """``[(job state, n GPUs)]`` by greedy marginal gain (sizing="marginal"); sets ``self._weight``.
@@ -237,25 +259,16 @@ class SMPPolicy:
         largest value gained per GPU added; ties to the admission order.
         """
         table = state.table
-        share = self.share_cap * K / max(len(state.jobs), 1)
-        limit = min(self.max_gpus, K if math.isinf(share) else max(1, int(share)))
+        limit = min(self.max_gpus, self._share_limit(K, len(state.jobs)))
         late = self._late(state, state.jobs)
         jobs = self._order(state, state.jobs)
         if late:  # jobs behind their fair share first, in the same order among themselves
             jobs = [s for s in jobs if s.job.job_id in late] + [s for s in jobs if s.job.job_id not in late]
-        counts_all = [c for c in table.gpu_counts if 1 <= c <= limit]
         # per job: [(count, steps/s)] by count; best steps/s per GPU; remaining-time weight (times the boost)
         opts, per, value = [], [], []
         for s in jobs:
-            o = []
-            for c in counts_all:
-                rate = max(table.steps_per_second(s.job.model, g, c) for g in types)
-                if rate <= 0 or (c > 1 and _efficiency(table, s.job.model, types, c) < self.min_efficiency):
-                    continue
-                if not o or rate > o[-1][1]:  # a larger count that is not faster is never worth it
-                    o.append((c, rate))
+            o, x = self._counts(table, types, s.job.model, limit)
             opts.append(o)
-            x = max((r / c for c, r in o), default=0.0)
             t = max(s.remaining_steps, 1e-9) / x if x > 0 else 1.0
             w = t ** -self.priority if x > 0 else 0.0
             per.append(x if x > 0 else 1.0)
@@ -310,8 +323,7 @@ class SMPPolicy:
     def _sizes(self, state, types, K):
         """``[(job state, n GPUs)]`` for this round, in admission order (sizing="measured")."""
         table = state.table
-        share = self.share_cap * K / max(len(state.jobs), 1)
-        limit = min(self.max_gpus, K if math.isinf(share) else max(1, int(share)))
+        limit = min(self.max_gpus, self._share_limit(K, len(state.jobs)))
         counts = [c for c in table.gpu_counts if c >= 1]
         out, room = [], K
         for s in self._order(state, state.jobs):
@@ -340,8 +352,7 @@ class SMPPolicy:
         counts = [state.cluster[g] for g in types]
         K = sum(counts)
         # no job above share_cap equal shares of the cluster among the active jobs
-        share = self.share_cap * K / max(len(state.jobs), 1)
-        self._share = K if math.isinf(share) else max(1, int(share))
+        self._share = self._share_limit(K, len(state.jobs))
         self._weight = None
         if self.sizing != "range" and not self.rigid:
             sized = (self._sizes_marginal if self.sizing == "marginal" else self._sizes)(state, types, K)
@@ -418,6 +429,11 @@ class SMPRigidPolicy(SMPPolicy):
 
     name = "smp-rigid"
     rigid = True
+
+    def _share_limit(self, K, n_jobs):
+        """Most GPUs a job may get under ``share_cap`` equal shares of the ``K`` GPUs among ``n_jobs`` (at least 1)."""
+        share = self.share_cap * K / max(n_jobs, 1)
+        return K if math.isinf(share) else max(1, int(share))
 
     def _bounds(self, job, cap):
         return job.scale_factor, job.scale_factor

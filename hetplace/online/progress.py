@@ -115,6 +115,19 @@ class ProgressModel:
         """Seconds a restarting job of ``model`` holds its GPUs without progress."""
         return self._restart(model)
 
+    def isolated_rate(self, model, scale_factor, cluster, n_jobs):
+        """Steps/s of ``model`` on an isolated ``1 / n_jobs`` share of ``cluster`` (Gavel's FTF baseline).
+
+        Each type's share is ``cluster[g] / (n_jobs * scale_factor)`` of the job's
+        ``scale_factor``-GPU rate there, the shares scaled down together if they
+        sum above 1 (docs/online.md §4).
+        """
+        share = np.array([cluster[g] for g in cluster], dtype=float) / (n_jobs * scale_factor)
+        if share.sum() > 1:
+            share /= share.sum()
+        rates = np.array([self.single_rates(model, g, scale_factor)[scale_factor] for g in cluster])
+        return float(share @ rates)
+
     def single_rates(self, model, gpu_type, n_max=64):
         """``r_g(n)`` for ``n = 0 .. n_max`` on one type (ndarray of float; see Notes of the class)."""
         key = (model, gpu_type)

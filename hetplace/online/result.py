@@ -57,7 +57,6 @@ class SimulationResult:
         self.restart = restart if isinstance(restart, (str, int, float)) else dict(restart)
         self.seed = seed
         self.rounds = rounds
-        K = sum(cluster.values())
         n = len(runs)
         jct = np.array([r.finish - r.job.arrival for r in runs])
         measured = np.array([window is None or window[0] <= r.job.job_id < window[1] for r in runs])
@@ -65,12 +64,8 @@ class SimulationResult:
         for i, r in enumerate(runs):
             if not math.isfinite(r.finish) or r.active_time <= 0:
                 continue
-            sf = r.job.scale_factor
-            share = np.array([cluster[g] for g in cluster], dtype=float) / (max(r.active_n_time / r.active_time, 1.0) * sf)
-            if share.sum() > 1:
-                share /= share.sum()
-            rates = np.array([progress.single_rates(r.job.model, g, sf)[sf] for g in cluster])
-            iso = float(share @ rates)
+            iso = progress.isolated_rate(r.job.model, r.job.scale_factor, cluster,
+                                         max(r.active_n_time / r.active_time, 1.0))
             if iso > 0:
                 ftf[i] = jct[i] / (r.job.total_steps / iso)
         self.jobs = {
