@@ -21,9 +21,9 @@ __all__ = ["MAX_WORKERS", "MAX_TABLE_CELLS", "min_worker_flow"]
 
 #: Most workers (the exact sum of ``type_counts``) a problem may have.
 MAX_WORKERS = 1_000_000
-#: Most cells ``S * (K + 1)`` of the dense per-job tables a Problem builds
-#: (``worker_throughput``, ``comm_time``, ``size_cost``: 4 GiB each at the limit),
-#: checked before anything is allocated.
+#: Most cells ``S * (K + 1)`` of a dense per-job table a Problem builds when a
+#: caller asks for one (``worker_throughput``, ``comm_time``, ``size_cost``: 4 GiB
+#: each at the limit), checked before it is allocated.
 MAX_TABLE_CELLS = 2**29
 
 
@@ -585,13 +585,6 @@ type_names, min_workers, max_workers, available, current, restart_time
             f"a placement gives every job at least one worker, so n_jobs <= n_workers; "
             f"got {S} jobs (rows of throughput) for {K} workers (sum of type_counts). "
             "Add workers or place the jobs in several rounds."
-        )
-
-    if S * (K + 1) > MAX_TABLE_CELLS:
-        raise InvalidProblemError(
-            f"{S} jobs on {K} workers need dense (n_jobs, n_workers + 1) tables of {S * (K + 1):,} cells; "
-            f"at most {MAX_TABLE_CELLS:,} are supported (4 GiB per table). Place the jobs in several "
-            "rounds or split the cluster."
         )
 
     worker_type = np.repeat(np.arange(G, dtype=np.int64), counts)

@@ -90,7 +90,7 @@ def _worker_job_iv(problem, worker_job):
             f"worker {k} is down (available[{k}] is False) but is given job {arr[k]} in worker_job. "
             "A down worker gets no job: set it to -1, or mark it available."
         )
-    dead = busy[problem.worker_throughput[arr[busy], busy] <= 0]
+    dead = busy[problem._rate(arr[busy], busy) <= 0]
     if dead.size:
         k = int(dead[0])
         raise InvalidPlacementError(
@@ -221,11 +221,16 @@ def largest_remainder_shares(
     ``batch[i] * rho[i, k] / X_i``, then one extra sample each to the largest
     fractional parts (ties to the lower worker index).
     """
+    busy = np.flatnonzero(worker_job >= 0)
+    return _shares(batch, worker_job, rho[worker_job[busy], busy])
+
+
+def _shares(batch, worker_job, r):
+    """:func:`largest_remainder_shares` from the rates ``r`` of the busy workers (ascending index)."""
     batch = np.asarray(batch, dtype=np.int64)
     K = worker_job.shape[0]
     busy = np.flatnonzero(worker_job >= 0)
     job = worker_job[busy]
-    r = rho[job, busy]
     X = np.bincount(job, weights=r, minlength=batch.shape[0])
     quota = batch[job] * r / X[job]
     base = np.minimum(np.floor(quota), batch[job]).astype(np.int64)
@@ -315,20 +320,19 @@ class Placement:
         np.add.at(counts, (job, problem.worker_type[busy]), 1)
         self.type_counts = counts
         self.sizes = counts.sum(axis=1)
-        rho = problem.worker_throughput
-        self.aggregate_throughput = np.bincount(job, weights=rho[job, np.flatnonzero(busy)], minlength=S)
+        rate = problem._rate(job, np.flatnonzero(busy))  # worker_throughput[job, busy], no (S, K) table
+        self.aggregate_throughput = np.bincount(job, weights=rate, minlength=S)
         self.compute_per_iteration = problem.batch / self.aggregate_throughput
         idx = np.arange(S)
-        per_iter_comm = np.where(
-            problem.iterations > 0, problem.comm_time[idx, self.sizes] / problem.iterations, 0.0
-        )
+        comm = problem._comm(idx, self.sizes)
+        per_iter_comm = np.where(problem.iterations > 0, comm / problem.iterations, 0.0)
         self.comm_per_iteration = per_iter_comm
         self.restarted = restarted_jobs(problem, worker_job)
         self.restart_loss = np.where(self.restarted, problem.restart_cost, 0.0)
         self.n_restarts = int(self.restarted.sum())
-        self.jct = problem.work / self.aggregate_throughput + problem.comm_time[idx, self.sizes] + self.restart_loss
+        self.jct = problem.work / self.aggregate_throughput + comm + self.restart_loss
         self.mean_jct = float(self.jct.mean())
-        self.shares = largest_remainder_shares(problem.batch, worker_job, rho)
+        self.shares = _shares(problem.batch, worker_job, rate)
         self.slowdown = self.jct / problem.jct_alone
         s = self.slowdown
         self.fairness = float(s.sum() ** 2 / (S * np.square(s).sum()))

@@ -30,6 +30,15 @@ def _index_arg(name, value, lo, hi, what):
     return int(value)
 
 
+def _ring_fraction(n):
+    """``2 (n-1)/n`` for ``n >= 2``, 0 below (float64, elementwise): a ring all-reduce's share of D_i / r."""
+    n = np.asarray(n, dtype=np.float64)
+    out = np.zeros(n.shape)
+    big = n >= 2
+    out[big] = 2.0 * (n[big] - 1.0) / n[big]
+    return out
+
+
 def _frozen(arr):
     arr = np.ascontiguousarray(arr)
     arr.setflags(write=False)
@@ -94,7 +103,10 @@ class Problem:
         Type index of every worker.
     worker_throughput : ndarray of float64, shape (S, K)
         ``rho[i, k] = throughput[i, worker_type[k]] * worker_speed[k]``, and 0
-        for every job on a down worker.
+        for every job on a down worker.  Built on first use, like ``comm_time``
+        and ``size_cost`` (each at most :data:`MAX_TABLE_CELLS` cells): the
+        solvers work on the per-type ``throughput``, the worker classes and
+        ``size_cost_spec``, so a 100,000-worker problem never builds them.
     available : ndarray of bool, shape (K,)
         The parameter (all True by default).
     n_available : int
@@ -107,9 +119,12 @@ class Problem:
         throughput column and a down worker never shares a class with an up one.
     work : ndarray of float64, shape (S,)
         ``w_i = iterations[i] * batch[i]`` (samples still to process).
+    comm_coef : ndarray of float64, shape (S,)
+        ``T_i * D_i / r``: job ``i``'s communication time is ``comm_coef[i] * 2 (n-1)/n``
+        on ``n >= 2`` workers (0 when ``bandwidth`` is inf).
     comm_time : ndarray of float64, shape (S, K + 1)
         ``comm_time[i, n]``: total communication time of job ``i`` run on ``n``
-        workers, ``T_i * 2 (n-1)/n * D_i / r`` (0 for ``n <= 1``).
+        workers, ``T_i * 2 (n-1)/n * D_i / r`` (0 for ``n <= 1``).  Built on first use.
     min_workers : ndarray of int64, shape (S,)
         Fewest workers job ``i`` may get (the parameter; all 1 by default).
     max_workers : ndarray of int64, shape (S,)
@@ -121,7 +136,11 @@ class Problem:
         ``comm_time`` with ``+inf`` for sizes ``0 < n < min_workers[i]`` and
         ``n > max_workers[i]``: the cost table the kernels use, so a size
         outside the bounds is never chosen (``size_cost is comm_time`` when no
-        size is excluded).
+        size is excluded).  Built on first use.
+    size_cost_spec : ndarray of float64, shape (S, 3)
+        ``[comm_coef, -min_workers, max_workers]`` per job: ``size_cost`` in
+        O(S), the form the compiled kernels take (``hetplace._core._polish.job_cost``
+        gives the same bits as the table; the negated minimum tells the two apart).
     current : ndarray of int64, shape (K,)
         The parameter (all -1 by default).
     running : ndarray of bool, shape (S,)
@@ -190,36 +209,25 @@ class Problem:
         self.available = _frozen(avail)
         self.n_available = int(avail.sum())
         self.available_counts = _frozen(iv.available_counts)
-        wtp = rho[:, self.worker_type] * speed[None, :]
         if self.n_available < K:
-            wtp[:, ~avail] = 0.0  # a down worker runs no job
-            self.class_speed = _frozen(np.where(avail, speed, 0.0))
+            self.class_speed = _frozen(np.where(avail, speed, 0.0))  # a down worker runs no job
         else:
             self.class_speed = self.worker_speed
-        self.worker_throughput = _frozen(wtp)
         self.work = _frozen(iters * iv.batch)
         self.uniform_speed = bool(np.all(speed == 1.0)) and self.n_available == K
-        n = np.arange(K + 1, dtype=np.float64)
-        frac = np.zeros(K + 1)
-        frac[2:] = 2.0 * (n[2:] - 1.0) / n[2:]
         if math.isinf(iv.bandwidth):
-            comm = np.zeros((S, K + 1))
+            coef = np.zeros(S)
         else:
-            comm = (iters * grad / iv.bandwidth)[:, None] * frac[None, :]
-        self.comm_time = _frozen(comm)
-        self.has_communication = bool(np.any(comm > 0))
+            coef = iters * grad / iv.bandwidth
+        self.comm_coef = _frozen(coef)
+        # 2 (n-1)/n >= 1 for n >= 2, so a positive coefficient is positive communication
+        self.has_communication = bool(K >= 2 and np.any(coef > 0))
         lo, hi = iv.min_workers, iv.max_workers
         self.min_workers = _frozen(lo)
         self.max_workers = _frozen(hi)
-        capped = np.flatnonzero((hi < K) | (lo > 1))
-        if capped.size:
-            cost = comm.copy()
-            for i in capped:  # row by row: no (S, K + 1) temporary
-                cost[i, 1:lo[i]] = math.inf
-                cost[i, hi[i] + 1:] = math.inf
-            self.size_cost = _frozen(cost)
-        else:
-            self.size_cost = self.comm_time  # no size is capped: the same table
+        self.size_cost_spec = _frozen(np.stack([coef, -lo.astype(np.float64), hi.astype(np.float64)], axis=1))
+        self._capped = np.flatnonzero((hi < K) | (lo > 1))
+        self._tables = {}
         self._set_restart(iv.current, iv.restart_time)
         self._jct_alone = None
 
@@ -238,6 +246,72 @@ class Problem:
         self.can_keep = _frozen(keep)
         self.replacing = bool(running.any())
 
+    # ------------------------------------------------------------- dense tables (on request)
+    def _table(self, name, build):
+        """The dense table ``name``, built by ``build()`` on first use and kept (read-only)."""
+        out = self._tables.get(name)
+        if out is None:
+            cells = self.n_jobs * (self.n_workers + 1)
+            if cells > MAX_TABLE_CELLS:
+                raise InvalidProblemError(
+                    f"Problem.{name} is a dense table of {cells:,} cells for {self.n_jobs} jobs on "
+                    f"{self.n_workers} workers; at most {MAX_TABLE_CELLS:,} are supported (4 GiB). "
+                    "method='smp' works on worker classes and needs no dense table; for other methods place "
+                    "the jobs in several rounds or split the cluster."
+                )
+            out = self._tables[name] = _frozen(build())
+        return out
+
+    @property
+    def worker_throughput(self):
+        """ndarray (S, K): ``throughput[i, worker_type[k]] * worker_speed[k]``, 0 on a down worker.
+
+        Built on first use (S K cells); the solvers work on worker classes and
+        :meth:`_rate` instead.
+        """
+        def build():
+            return self.throughput[:, self.worker_type] * self.class_speed[None, :]
+        return self._table("worker_throughput", build)
+
+    @property
+    def comm_time(self):
+        """ndarray (S, K + 1): ``comm_time[i, n] = comm_coef[i] * 2 (n-1)/n`` (0 for ``n <= 1``); built on first use."""
+        def build():
+            return self.comm_coef[:, None] * _ring_fraction(np.arange(self.n_workers + 1))[None, :]
+        return self._table("comm_time", build)
+
+    @property
+    def size_cost(self):
+        """ndarray (S, K + 1): ``comm_time`` with ``+inf`` outside each job's size bounds; built on first use.
+
+        The same values as :meth:`_cost`; ``size_cost is comm_time`` when no size is excluded.
+        """
+        if not self._capped.size:
+            return self.comm_time
+
+        def build():
+            cost = self.comm_time.copy()
+            lo, hi = self.min_workers, self.max_workers
+            for i in self._capped:  # row by row: no (S, K + 1) temporary
+                cost[i, 1:lo[i]] = math.inf
+                cost[i, hi[i] + 1:] = math.inf
+            return cost
+        return self._table("size_cost", build)
+
+    def _rate(self, jobs, workers):
+        """Samples/s of ``jobs[t]`` on ``workers[t]`` (arrays of one shape): ``worker_throughput[jobs, workers]``."""
+        return self.throughput[jobs, self.worker_type[workers]] * self.class_speed[workers]
+
+    def _comm(self, jobs, n):
+        """``comm_time[jobs, n]`` (arrays of one shape) without the table."""
+        return self.comm_coef[jobs] * _ring_fraction(n)
+
+    def _cost(self, jobs, n):
+        """``size_cost[jobs, n]`` (arrays of one shape) without the table."""
+        n = np.asarray(n)
+        out = self._comm(jobs, n)
+        return np.where((n > self.max_workers[jobs]) | ((n > 0) & (n < self.min_workers[jobs])), math.inf, out)
+
     # ------------------------------------------------------------- quantities
     @property
     def jct_alone(self):
@@ -254,7 +328,7 @@ class Problem:
             new[1:] = (g[1:] != g[:-1]) | (s[1:] != s[:-1])
             starts = np.flatnonzero(new)
             sizes = np.diff(np.append(starts, K))
-            values = self.worker_throughput[:, key[starts]]
+            values = self.throughput[:, g[starts]] * s[starts][None, :]  # worker_throughput[:, key[starts]]
             out = np.empty(self.n_jobs)
             for i in range(self.n_jobs):
                 order = np.argsort(-values[i], kind="stable")
@@ -262,7 +336,7 @@ class Problem:
                 r = np.repeat(v[v > 0], m[v > 0])[: self.max_workers[i]]
                 X = np.cumsum(r)
                 n = np.arange(1, r.size + 1)
-                jct = self.work[i] / X + self.size_cost[i, n]
+                jct = self.work[i] / X + self._cost(np.full(n.size, i), n)
                 out[i] = jct.min()
             self._jct_alone = _frozen(out)
         return self._jct_alone
@@ -297,7 +371,7 @@ class Problem:
             raise InvalidProblemError(
                 f"throughput_sum must be a positive, finite number of samples/s; got {throughput_sum!r}."
             )
-        return float(self.work[job] / float(throughput_sum) + self.comm_time[job, n])
+        return float(self.work[job] / float(throughput_sum) + self._comm(job, n))
 
     def with_worker_speed(self, worker_speed):
         """A copy of this problem with other per-worker speeds."""

@@ -309,11 +309,13 @@ def worker_classes(problem, buckets=None):
     cls_start = np.append(starts, K).astype(np.int64)
     class_of = np.empty(K, dtype=np.int64)
     class_of[members] = np.cumsum(new) - 1
-    rho = problem.worker_throughput
     if buckets is None:
-        rhoC = np.ascontiguousarray(rho[:, members[starts]])
+        first = members[starts]  # a class's throughput column is that of any of its workers
+        rhoC = np.ascontiguousarray(problem.throughput[:, t[first]] * sp[first][None, :])
     else:
-        rhoC = np.stack([rho[:, members[a:b]].mean(axis=1) for a, b in zip(cls_start[:-1], cls_start[1:])], axis=1)
+        # a bucket's members share a type: the mean of rho[i, k] = throughput[i, g] * speed[k]
+        rhoC = np.stack([(problem.throughput[:, t[members[a]], None] * sp[members[a:b]][None, :]).mean(axis=1)
+                         for a, b in zip(cls_start[:-1], cls_start[1:])], axis=1)
         rhoC = np.ascontiguousarray(rhoC)
     return rhoC, np.diff(cls_start), class_of, members, cls_start
 
@@ -357,8 +359,7 @@ def _run(problem, cats, opts, extra=None):
     """
     from ._core._registry import kernels
 
-    rho = problem.worker_throughput
-    S, K = rho.shape
+    S, K = problem.n_jobs, problem.n_workers
     N = cats.shape[0]
     rhoC, mc, class_of, members, cls_start = worker_classes(problem)
     C = mc.size
@@ -374,6 +375,9 @@ def _run(problem, cats, opts, extra=None):
     backend = opts["backend"]
     table = kernels(backend)
     form = table.FORM_PRICE if opts["matching"] == "price" else table.FORM_ORDINAL
+    # the worker-level kernels take the dense (S, K) rates; on classes none is built
+    rho = problem.worker_throughput if not (market_cls and polish_cls) else None
+    cost = problem.size_cost_spec  # (S, 3): comm_coef and the size bounds (_core._polish.job_cost)
     if form == table.FORM_ORDINAL:
         job_order, order_len, worker_rank = table.ordinal_preferences(rho)
     else:
@@ -383,16 +387,16 @@ def _run(problem, cats, opts, extra=None):
     out_wj = np.full((N, K), -1, dtype=np.int64)
     out_total = np.empty(N)
     out_stats = np.zeros((N, 3), dtype=np.int64)
-    common = (rho, problem.work, problem.size_cost, problem.worker_type, problem.class_speed,
+    common = (rho, problem.work, cost, problem.worker_type, problem.class_speed,
               problem.uniform_speed)  # uniform_speed is False when a worker is down
-    ccommon = (rhoC, problem.work, problem.size_cost, mc)
+    ccommon = (rhoC, problem.work, cost, mc)
     threads = thread_count(backend, opts["threads"], N * K * S)
     with _threads(backend, threads):
         if market_cls:
             table.run_samples_classes(*ccommon, members, cls_start, cats, opts["max_rounds"], out_wj, out_total,
                                       out_stats, threads)
         else:
-            table.run_samples(rho, problem.work, problem.size_cost, cats, form, opts["max_rounds"], job_order,
+            table.run_samples(rho, problem.work, cost, cats, form, opts["max_rounds"], job_order,
                               order_len, worker_rank, out_wj, out_total, out_stats, threads)
         if replacing:
             pen, current = problem.restart_cost, problem.current
@@ -439,14 +443,13 @@ def _true_totals(problem, out_wj):
     from .placement import restarted_jobs
 
     S = problem.n_jobs
-    rho, work, comm = problem.worker_throughput, problem.work, problem.size_cost
     out = np.empty(out_wj.shape[0])
     for s, wj in enumerate(out_wj):
         busy = wj >= 0
         js, ks = wj[busy], np.flatnonzero(busy)
-        X = np.bincount(js, weights=rho[js, ks], minlength=S)
+        X = np.bincount(js, weights=problem._rate(js, ks), minlength=S)
         n = np.bincount(js, minlength=S)
-        out[s] = np.inf if (n == 0).any() else float(np.sum(work / X + comm[np.arange(S), n]))
+        out[s] = np.inf if (n == 0).any() else float(np.sum(problem.work / X + problem._cost(np.arange(S), n)))
         if problem.replacing and np.isfinite(out[s]):
             out[s] += float(problem.restart_cost[restarted_jobs(problem, wj)].sum())
     return out
@@ -461,11 +464,10 @@ def _sort_buckets(problem, wj, members, cls_start, total, rounds=3):
     linearised objective), idle slots to the slowest.  Repeated while the true
     total drops, at most ``rounds`` times.
     """
-    rho = problem.worker_throughput
     for _ in range(rounds):
         busy = wj >= 0
         js = wj[busy]
-        X = np.bincount(js, weights=rho[js, np.flatnonzero(busy)], minlength=problem.n_jobs)
+        X = np.bincount(js, weights=problem._rate(js, np.flatnonzero(busy)), minlength=problem.n_jobs)
         a = problem.work / (X * X)
         new = wj.copy()
         if problem.replacing:  # a kept job keeps its very workers: they stay out of the reordering
@@ -480,7 +482,7 @@ def _sort_buckets(problem, wj, members, cls_start, total, rounds=3):
                     continue
             held = wj[ws]
             j = np.maximum(held, 0)
-            value = np.where(held >= 0, a[j] * rho[j, ws[0]], -np.inf)
+            value = np.where(held >= 0, a[j] * problem._rate(j, ws[0]), -np.inf)
             new[ws] = held[np.lexsort((held, -value))]
         t = float(_true_totals(problem, new[None, :])[0])
         if not t < total:
@@ -599,9 +601,9 @@ def _choose(problem, out_wj, out_total, fairness_tol):
     for s in cand:
         wj = out_wj[s]
         busy = wj >= 0
-        X = np.bincount(wj[busy], weights=problem.worker_throughput[wj[busy], np.flatnonzero(busy)], minlength=S)
+        X = np.bincount(wj[busy], weights=problem._rate(wj[busy], np.flatnonzero(busy)), minlength=S)
         n = np.bincount(wj[busy], minlength=S)
-        sl = problem.work / X + problem.size_cost[np.arange(S), n]
+        sl = problem.work / X + problem._cost(np.arange(S), n)
         if problem.replacing:
             from .placement import restarted_jobs
 

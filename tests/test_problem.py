@@ -223,16 +223,45 @@ def test_problem_repr_is_compact():
     assert "type_counts=[2, 1]" in repr(make())
 
 
-def test_dense_tables_over_the_cell_limit_are_rejected_before_allocating():
-    # 3,000 jobs on 1,000,000 workers would need three 24 GB tables: refused with the limit, at once
+def test_dense_tables_are_built_on_request_and_over_the_cell_limit_refused_before_allocating():
+    # 3,000 jobs on 1,000,000 workers: the Problem itself is O(S + K); each dense table
+    # would be 24 GB, so asking for one is refused with the limit, at once
     import tracemalloc
 
     tracemalloc.start()
-    with pytest.raises(InvalidProblemError, match=r"at most 536,870,912 are supported"):
-        hp.Problem(np.ones((3000, 1)), [1_000_000], np.full(3000, 64), np.full(3000, 10.0))
+    p = hp.Problem(np.ones((3000, 1)), [1_000_000], np.full(3000, 64), np.full(3000, 10.0))
+    for name in ("worker_throughput", "comm_time", "size_cost"):
+        with pytest.raises(InvalidProblemError, match=rf"Problem.{name} is a dense table.*at most 536,870,912"):
+            getattr(p, name)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    assert peak < 64 * 2**20
+    assert peak < 200 * 2**20
+    assert p.size_cost_spec.shape == (3000, 3)
+
+
+def test_dense_tables_equal_their_compact_forms():
+    # the tables built on request, the O(S) accessors and the kernels' spec agree bit for bit
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        S, G = int(rng.integers(1, 6)), int(rng.integers(1, 4))
+        counts = rng.integers(1, 5, G)
+        K = int(counts.sum())
+        up = np.r_[True, rng.random(K - 1) < 0.8]
+        S = min(S, int(up.sum()))
+        hi = rng.integers(1, K + 1, S)
+        lo = np.ones(S, dtype=int)
+        lo[0] = min(2, hi[0], int(up.sum()) - S + 1)  # one job with a lower bound, when it fits
+        p = hp.Problem(rng.uniform(0.5, 9.0, (S, G)), counts, rng.integers(1, 9, S), rng.uniform(1, 1e4, S),
+                       grad_bytes=rng.uniform(0, 1e8, S), bandwidth=float(rng.choice([1e9, math.inf])),
+                       worker_speed=rng.choice([0.5, 1.0], K), min_workers=lo, max_workers=hi, available=up)
+        jobs, n = np.meshgrid(np.arange(S), np.arange(K + 1), indexing="ij")
+        assert np.array_equal(p.comm_time, p._comm(jobs, n))
+        assert np.array_equal(p.size_cost, p._cost(jobs, n))
+        ks = np.meshgrid(np.arange(S), np.arange(K), indexing="ij")
+        assert np.array_equal(p.worker_throughput, p._rate(*ks))
+        spec = p.size_cost_spec
+        assert np.array_equal(spec[:, 0], p.comm_coef) and np.array_equal(-spec[:, 1], p.min_workers)
+        assert np.array_equal(spec[:, 2], p.max_workers)
 
 
 def test_size_cost_is_comm_time_where_no_size_is_capped():

@@ -47,7 +47,7 @@ import os
 
 import cython
 import numpy as np
-from cython.cimports.hetplace._core._polish import class_totals, expand_counts
+from cython.cimports.hetplace._core._polish import class_totals, expand_counts, job_cost
 from cython.parallel import prange
 
 __all__ = [
@@ -733,7 +733,7 @@ def _market_category(rho: cython.const[cython.double][:, ::1], work: cython.cons
     ----------
     rho : float64 (S, K)      worker throughput per job (0: the job cannot use the worker)
     work : float64 (S,)       ``w_i = iterations * batch``
-    comm : float64 (S, K + 1) total communication time of job i on n workers
+    comm : float64 (S, 3) or (S, K + 1)   communication by job size (see ``_polish.job_cost``)
     sizes : int64 (S,)        the category: ``sizes[i] >= 1``, ``sum(sizes) <= K``
     form : int                FORM_PRICE (0) or FORM_ORDINAL (1)
     max_rounds : int          market solves at most (>= 1)
@@ -817,7 +817,7 @@ def _market_category(rho: cython.const[cython.double][:, ::1], work: cython.cons
             if cnt[i] == 0:
                 total = INF
                 break
-            total += work[i] / Xt[i] + comm[i, cnt[i]]
+            total += job_cost(work, comm, i, Xt[i], cnt[i])
         if r == 0 or total < best:
             best = total
             for k in range(K):
@@ -897,7 +897,7 @@ def _class_market(rhoC: cython.const[cython.double][:, ::1], work: cython.const[
     ----------
     rhoC : float64 (S, C)     throughput of one worker of class c for job i (0: not allowed)
     work : float64 (S,)       iterations * batch
-    comm : float64 (S, K+1)   total communication time by job size
+    comm : float64 (S, 3) or (S, K+1)   communication by job size (``_polish.job_cost``)
     mc : int64 (C,)           workers per class (sum K)
     sizes : int64 (S,)        the category, ``sizes[i] >= 1``, ``sum(sizes) <= K``
     max_rounds : int          market solves at most (>= 1)

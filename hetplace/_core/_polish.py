@@ -37,7 +37,7 @@ from cython.parallel import prange
 __all__ = [
     "COMPILED", "job_cost", "assignment_total", "polish_kernel", "polish", "polish_rows",
     "class_totals", "expand_counts", "counts_of", "polish_classes_kernel", "polish_classes", "polish_rows_classes",
-    "restart_loss", "class_restart_loss", "expand_counts_keep", "expand_keep", "keep_rows",
+    "restart_loss", "class_restart_loss", "class_trees", "TREE_CELLS", "expand_counts_keep", "expand_keep", "keep_rows",
 ]
 
 #: True in the extension built by ``cythonize``; False when this source runs under Numba or as Python.
@@ -55,7 +55,25 @@ INF = cython.declare(cython.double, float("inf"))
 @cython.exceptval(check=False)
 def job_cost(work: cython.const[cython.double][::1], comm: cython.const[cython.double][:, ::1],
              i: cython.Py_ssize_t, X: cython.double, n: cython.longlong) -> cython.double:
-    """Total time of job ``i`` with aggregate throughput ``X`` on ``n`` workers."""
+    """Total time of job ``i`` with aggregate throughput ``X`` on ``n`` workers (docs/model.md §1.2).
+
+    ``comm`` comes in one of two layouts:
+
+    * shape (S, 3), ``[coef, -lo, hi]`` per job (``Problem.size_cost_spec``):
+      communication ``coef * 2 (n-1)/n`` (0 for ``n <= 1``), ``+inf`` for sizes
+      ``0 < n < lo`` or ``n > hi``; O(1) memory per job.  ``lo >= 1`` is stored
+      negated, which is what tells it from a table;
+    * shape (S, K + 1), entries >= 0 or ``+inf``: a table, ``comm[i, n]``
+      (``Problem.size_cost``).
+
+    Both give the same bits for the same problem.
+    """
+    if comm[i, 1] < 0.0:
+        if n > comm[i, 2] or (n > 0 and n < -comm[i, 1]):
+            return work[i] / X + INF
+        if n <= 1:
+            return work[i] / X + 0.0
+        return work[i] / X + comm[i, 0] * (2.0 * (n - 1.0) / n)
     return work[i] / X + comm[i, n]
 
 
@@ -79,7 +97,7 @@ def assignment_total(rho: cython.const[cython.double][:, ::1], work: cython.cons
             X[i] += rho[i, k]
             n[i] += 1
     for i in range(S):
-        total += work[i] / X[i] + comm[i, n[i]]
+        total += job_cost(work, comm, i, X[i], n[i])
     return total
 
 
@@ -196,7 +214,7 @@ def polish_kernel(rho: cython.const[cython.double][:, ::1], work: cython.const[c
     ----------
     rho : float64 (S, K)      worker throughput per job
     work : float64 (S,)       iterations * batch
-    comm : float64 (S, K+1)   total communication time by job size
+    comm : float64 (S, 3) or (S, K+1)   communication by job size (:func:`job_cost`)
     worker_type : int64 (K,)  types 0..G-1
     uniform : bool            all speeds equal (enables class representatives)
     worker_job : int64 (K,)   feasible placement, modified in place
@@ -428,7 +446,9 @@ def polish_rows(rho, work, comm, worker_type, speed, uniform, rows, max_steps, o
 # The same descent on the count matrix cnt[i, c] (workers of class c on job i; see
 # hetplace.smp.worker_classes).  Index S stands for "idle" (cost 0, any class, never
 # emptied).  The best move of class c and the best swap of a class pair (c, e) are
-# found in O(S) each from the two best partners, so a step costs O(S C^2).
+# read off two min-trees per pair (:func:`_tree_best`), kept up to date in
+# O(C^2 log S) per step; with too many classes for the trees, found by a scan in
+# O(S) each from the two best partners.
 
 
 @cython.cfunc
@@ -449,7 +469,7 @@ def class_totals(rhoC: cython.const[cython.double][:, ::1], work: cython.const[c
     for i in range(S):
         if n[i] == 0:
             return INF
-        total += work[i] / X[i] + comm[i, n[i]]
+        total += job_cost(work, comm, i, X[i], n[i])
     return total
 
 
@@ -638,55 +658,239 @@ def _partner(a: cython.Py_ssize_t, v1: cython.double, j1: cython.Py_ssize_t, v2:
 
 
 @cython.cfunc
+@cython.inline
 @cython.nogil
 @cython.exceptval(check=False)
-def _step_gain(rhoC: cython.const[cython.double][:, ::1], work: cython.const[cython.double][::1],
-               comm: cython.const[cython.double][:, ::1], cnt: cython.longlong[:, ::1], idle: cython.longlong[::1],
-               X: cython.double[::1], n: cython.longlong[::1], kind: cython.int, c: cython.Py_ssize_t,
-               e: cython.Py_ssize_t, a: cython.Py_ssize_t, b: cython.Py_ssize_t, replacing: cython.bint,
-               pen: cython.const[cython.double][::1], curC: cython.const[cython.longlong][:, ::1],
-               diff: cython.longlong[::1]) -> cython.double:
-    """Cost change of repeating the step just taken (``inf``: no longer possible).
+def _leaf(rhoC: cython.const[cython.double][:, ::1], work: cython.const[cython.double][::1],
+          comm: cython.const[cython.double][:, ::1], cnt: cython.longlong[:, ::1], idle: cython.longlong[::1],
+          X: cython.double[::1], n: cython.longlong[::1], K: cython.longlong, replacing: cython.bint,
+          pen: cython.const[cython.double][::1], curC: cython.const[cython.longlong][:, ::1],
+          diff: cython.longlong[::1], c: cython.Py_ssize_t, e: cython.Py_ssize_t, side: cython.int,
+          i: cython.Py_ssize_t) -> cython.double:
+    """Cost change of job ``i`` (S: the idle pool) in one half of a step; ``inf`` where it cannot take part.
 
-    kind 1: a class-c worker from a to b; kind 2: a gives c and takes e, b the
-    opposite.  Index S is the idle pool.
+    ``e < 0``, a move of a class-c worker: side 0 receives it (``b``), side 1
+    gives it (``a``).  ``e >= 0``, a swap of classes c and e: side 0 gives e and
+    takes c (``b``), side 1 gives c and takes e (``a``).  A step's change is
+    ``side1(a) + side0(b)`` with ``a != b``.  NaN is returned as ``inf``.
     """
     S: cython.Py_ssize_t = rhoC.shape[0]
-    K: cython.Py_ssize_t = comm.shape[1] - 1
-    g: cython.double = 0.0
-    if kind == 1:
-        if a < S:
-            if cnt[a, c] == 0 or n[a] == 1:
+    v: cython.double
+    x: cython.double
+    if i == S:
+        if side == 0 and e < 0:
+            return 0.0  # the idle pool takes any worker
+        if (side == 1 and idle[c] == 0) or (side == 0 and idle[e] == 0):
+            return INF
+        return 0.0
+    if e < 0:
+        if side == 0:
+            x = rhoC[i, c]
+            if x <= 0.0 or n[i] >= K:  # K: every worker already on i
                 return INF
-            g += job_cost(work, comm, a, X[a] - rhoC[a, c], n[a] - 1) - job_cost(work, comm, a, X[a], n[a])
+            v = job_cost(work, comm, i, X[i] + x, n[i] + 1) - job_cost(work, comm, i, X[i], n[i])
             if replacing:
-                g += _pen_step(pen[a], diff[a], _lose(cnt, curC, a, c))
-        elif idle[c] == 0:
-            return INF
-        if b < S:
-            if n[b] >= K:
+                v += _pen_step(pen[i], diff[i], _gain(cnt, curC, i, c))
+        else:
+            if cnt[i, c] == 0 or n[i] == 1:
                 return INF
-            g += job_cost(work, comm, b, X[b] + rhoC[b, c], n[b] + 1) - job_cost(work, comm, b, X[b], n[b])
+            v = job_cost(work, comm, i, X[i] - rhoC[i, c], n[i] - 1) - job_cost(work, comm, i, X[i], n[i])
             if replacing:
-                g += _pen_step(pen[b], diff[b], _gain(cnt, curC, b, c))
-        return g
-    if a < S:
-        if cnt[a, c] == 0:
+                v += _pen_step(pen[i], diff[i], _lose(cnt, curC, i, c))
+    elif side == 0:
+        if cnt[i, e] == 0:
             return INF
-        g += job_cost(work, comm, a, X[a] - rhoC[a, c] + rhoC[a, e], n[a]) - job_cost(work, comm, a, X[a], n[a])
-        if replacing:
-            g += _pen_step(pen[a], diff[a], _lose(cnt, curC, a, c) + _gain(cnt, curC, a, e))
-    elif idle[c] == 0:
-        return INF
-    if b < S:
-        if cnt[b, e] == 0:
+        x = rhoC[i, c]
+        if x <= 0.0:
             return INF
-        g += job_cost(work, comm, b, X[b] - rhoC[b, e] + rhoC[b, c], n[b]) - job_cost(work, comm, b, X[b], n[b])
+        v = job_cost(work, comm, i, X[i] - rhoC[i, e] + x, n[i]) - job_cost(work, comm, i, X[i], n[i])
         if replacing:
-            g += _pen_step(pen[b], diff[b], _lose(cnt, curC, b, e) + _gain(cnt, curC, b, c))
-    elif idle[e] == 0:
-        return INF
-    return g
+            v += _pen_step(pen[i], diff[i], _lose(cnt, curC, i, e) + _gain(cnt, curC, i, c))
+    else:
+        if cnt[i, c] == 0:
+            return INF
+        x = rhoC[i, e]
+        if x <= 0.0:
+            return INF
+        v = job_cost(work, comm, i, X[i] - rhoC[i, c] + x, n[i]) - job_cost(work, comm, i, X[i], n[i])
+        if replacing:
+            v += _pen_step(pen[i], diff[i], _lose(cnt, curC, i, c) + _gain(cnt, curC, i, e))
+    if v < INF:
+        return v
+    return INF
+
+
+# A min-tree over the S + 1 entries of one side (leaves T[off + P + i], P a power
+# of two > S, unused leaves inf; node j holds the smaller of 2j and 2j + 1).  A
+# step changes the entries of two jobs and of the idle pool only, so the best step
+# is kept up to date in O(C^2 log S) per step instead of a rescan in O(S C^2).
+
+
+@cython.cfunc
+@cython.inline
+@cython.nogil
+@cython.exceptval(check=False)
+def _tree_set(T: cython.double[::1], off: cython.Py_ssize_t, P: cython.Py_ssize_t, i: cython.Py_ssize_t,
+              v: cython.double) -> cython.void:
+    j: cython.Py_ssize_t = P + i
+    T[off + j] = v
+    j = j >> 1
+    while j >= 1:
+        if T[off + 2 * j] <= T[off + 2 * j + 1]:
+            T[off + j] = T[off + 2 * j]
+        else:
+            T[off + j] = T[off + 2 * j + 1]
+        j = j >> 1
+
+
+@cython.cfunc
+@cython.inline
+@cython.nogil
+@cython.exceptval(check=False)
+def _tree_first(T: cython.double[::1], off: cython.Py_ssize_t, P: cython.Py_ssize_t, shift: cython.double,
+                target: cython.double) -> cython.Py_ssize_t:
+    """Lowest leaf ``i`` with ``T[leaf i] + shift == target``, given that the root meets it.
+
+    Rounding is monotone, so a subtree holds such a leaf exactly when its
+    minimum does; with ``target = min + 0.0`` this is the lowest minimum.
+    """
+    j: cython.Py_ssize_t = 1
+    while j < P:
+        if T[off + 2 * j] + shift == target:
+            j = 2 * j
+        else:
+            j = 2 * j + 1
+    return j - P
+
+
+@cython.cfunc
+@cython.nogil
+@cython.exceptval(check=False)
+def _tree_best(T: cython.double[::1], offL: cython.Py_ssize_t, offR: cython.Py_ssize_t,
+               P: cython.Py_ssize_t) -> tuple[cython.double, cython.Py_ssize_t, cython.Py_ssize_t]:
+    """Best ``(side1(a) + side0(b), a, b)``, ``a != b``, of one structure (``inf, -1, -1``: none).
+
+    The same choice as the scan: ``b`` is the lowest best partner of ``a``
+    (the best entry of side 0, or the second best when that is ``a``), and
+    ``a`` the lowest index of the smallest sum.
+    """
+    v1: cython.double = T[offL + 1]
+    v2: cython.double
+    j1: cython.Py_ssize_t
+    j2: cython.Py_ssize_t = -1
+    save: cython.double
+    m: cython.double
+    fa: cython.double = INF
+    fb: cython.double = INF
+    aa: cython.Py_ssize_t = -1
+    ab: cython.Py_ssize_t = -1
+    if not v1 < INF:
+        return INF, -1, -1
+    j1 = _tree_first(T, offL, P, 0.0, v1 + 0.0)
+    save = T[offL + P + j1]
+    _tree_set(T, offL, P, j1, INF)
+    v2 = T[offL + 1]
+    if v2 < INF:
+        j2 = _tree_first(T, offL, P, 0.0, v2 + 0.0)
+    _tree_set(T, offL, P, j1, save)
+    if j2 >= 0 and T[offR + P + j1] < INF:  # a = j1 pairs with the second best
+        fa = T[offR + P + j1] + v2
+        aa = j1
+    save = T[offR + P + j1]
+    _tree_set(T, offR, P, j1, INF)
+    m = T[offR + 1]
+    if m < INF:  # every other a pairs with j1
+        fb = m + v1
+        if fb < INF:
+            ab = _tree_first(T, offR, P, v1, fb)
+    _tree_set(T, offR, P, j1, save)
+    if ab >= 0 and (fb < fa or (fb == fa and ab < aa)):
+        return fb, ab, j1
+    if aa >= 0 and fa < INF:
+        return fa, aa, j2
+    return INF, -1, -1
+
+
+@cython.cfunc
+@cython.nogil
+@cython.exceptval(check=False)
+def _scan_best(rhoC: cython.const[cython.double][:, ::1], work: cython.const[cython.double][::1],
+               comm: cython.const[cython.double][:, ::1], cnt: cython.longlong[:, ::1], idle: cython.longlong[::1],
+               X: cython.double[::1], n: cython.longlong[::1], K: cython.longlong, replacing: cython.bint,
+               pen: cython.const[cython.double][::1], curC: cython.const[cython.longlong][:, ::1],
+               diff: cython.longlong[::1], c: cython.Py_ssize_t,
+               e: cython.Py_ssize_t) -> tuple[cython.double, cython.Py_ssize_t, cython.Py_ssize_t]:
+    """:func:`_tree_best` of structure (c, e) by a scan in O(S), without trees (many classes)."""
+    S: cython.Py_ssize_t = rhoC.shape[0]
+    a: cython.Py_ssize_t
+    b: cython.Py_ssize_t
+    t: cython.Py_ssize_t
+    j1: cython.Py_ssize_t = -1
+    j2: cython.Py_ssize_t = -1
+    v: cython.double
+    v1: cython.double = INF
+    v2: cython.double = INF
+    d: cython.double
+    bd: cython.double = INF
+    ba: cython.Py_ssize_t = -1
+    bb: cython.Py_ssize_t = -1
+    for b in range(S + 1):
+        v = _leaf(rhoC, work, comm, cnt, idle, X, n, K, replacing, pen, curC, diff, c, e, 0, b)
+        v1, j1, v2, j2 = _push2(v, b, v1, j1, v2, j2)
+    if j1 < 0:
+        return INF, -1, -1
+    for a in range(S + 1):
+        d = _leaf(rhoC, work, comm, cnt, idle, X, n, K, replacing, pen, curC, diff, c, e, 1, a)
+        if not d < INF:
+            continue
+        v, t = _partner(a, v1, j1, v2, j2)
+        if t < 0:
+            continue
+        d = d + v
+        if d < bd:
+            bd = d
+            ba = a
+            bb = t
+    return bd, ba, bb
+
+
+@cython.cfunc
+@cython.inline
+@cython.nogil
+@cython.exceptval(check=False)
+def _structure(s: cython.Py_ssize_t, C: cython.Py_ssize_t) -> tuple[cython.Py_ssize_t, cython.Py_ssize_t]:
+    """Classes ``(c, e)`` of structure ``s``: the moves of class 0..C-1 (``e = -1``), then the swaps (c < e) in lexical order."""
+    c: cython.Py_ssize_t = 0
+    r: cython.Py_ssize_t
+    if s < C:
+        return s, -1
+    r = s - C
+    while r >= C - 1 - c:
+        r -= C - 1 - c
+        c += 1
+    return c, c + 1 + r
+
+
+@cython.cfunc
+@cython.nogil
+@cython.exceptval(check=False)
+def _set_leaves(rhoC: cython.const[cython.double][:, ::1], work: cython.const[cython.double][::1],
+                comm: cython.const[cython.double][:, ::1], cnt: cython.longlong[:, ::1], idle: cython.longlong[::1],
+                X: cython.double[::1], n: cython.longlong[::1], K: cython.longlong, replacing: cython.bint,
+                pen: cython.const[cython.double][::1], curC: cython.const[cython.longlong][:, ::1],
+                diff: cython.longlong[::1], T: cython.double[::1], P: cython.Py_ssize_t,
+                i: cython.Py_ssize_t) -> cython.void:
+    """Refresh entry ``i`` (a job, or S) of every structure's two trees."""
+    C: cython.Py_ssize_t = rhoC.shape[1]
+    c: cython.Py_ssize_t
+    e: cython.Py_ssize_t
+    s: cython.Py_ssize_t
+    side: cython.int
+    for s in range(C * (C + 1) // 2):
+        c, e = _structure(s, C)
+        for side in range(2):
+            _tree_set(T, (2 * s + side) * 2 * P, P, i,
+                      _leaf(rhoC, work, comm, cnt, idle, X, n, K, replacing, pen, curC, diff, c, e, side, i))
 
 
 @cython.cfunc
@@ -697,14 +901,15 @@ def polish_classes_kernel(rhoC: cython.const[cython.double][:, ::1], work: cytho
                           cnt: cython.longlong[:, ::1], max_steps: cython.longlong, X: cython.double[::1],
                           n: cython.longlong[::1], idle: cython.longlong[::1], replacing: cython.bint,
                           pen: cython.const[cython.double][::1], curC: cython.const[cython.longlong][:, ::1],
-                          diff: cython.longlong[::1]) -> cython.longlong:
+                          diff: cython.longlong[::1], T: cython.double[::1],
+                          P: cython.Py_ssize_t) -> cython.longlong:
     """Improve the counts ``cnt`` (S, C) in place by move/swap descent; return the steps taken.
 
     Parameters
     ----------
     rhoC : float64 (S, C)     throughput of one worker of class c for job i (0: not allowed)
     work : float64 (S,)
-    comm : float64 (S, K+1)
+    comm : float64 (S, 3) or (S, K+1)   see :func:`job_cost`
     mc : int64 (C,)           workers per class; ``mc[c] - sum_i cnt[i, c]`` are idle
     cnt : int64 (S, C)        feasible counts (every job >= 1 worker), modified in place
     max_steps : int64         cap on accepted steps
@@ -713,50 +918,43 @@ def polish_classes_kernel(rhoC: cython.const[cython.double][:, ::1], work: cytho
                               counts equal ``curC[i]`` (docs/model.md §1.4)
     pen : float64 (S,); curC : int64 (S, C)   restart costs, current counts
     diff : int64 (S,)         work array (``sum_c |cnt - curC|`` per job)
+    T : float64 (C (C + 1) * 2 P,), P   work array of the trees (:func:`class_trees`), or P = 0: scan
 
     Notes
     -----
     Each step takes the best of:
 
-    * move a class-c worker from a (job with >= 2 workers, or idle) to b != a:
-      ``rem[a] + add[b]``;
+    * move a class-c worker from a (job with >= 2 workers, or idle) to b != a;
     * swap: a gives a class-c worker and takes a class-e one (c < e), b does
-      the opposite, a != b: ``g[a] + h[b]``;
+      the opposite, a != b;
 
-    where the best partner of every a is the best b != a, read off the two
-    smallest entries.  A step is taken only if it lowers the total by more
-    than ``1e-12`` of it, so the descent terminates.  Ties: first found in
-    the order classes, then a (and b by strict ``<``) ascending; moves before
-    swaps.  A step taken is repeated (same classes, same jobs) while it still
-    lowers the total by that margin, each repetition counting as a step: one
-    class-level step moves a single worker, and at K = 4096 a full re-scan per
-    worker was most of the decision time (``_step_gain``).
+    the best partner of every a being the best b != a (:func:`_leaf` gives both
+    halves).  A step is taken only if it lowers the total by more than
+    ``1e-12`` of it, so the descent terminates.  Ties: first found in the order
+    classes (moves of class 0..C-1, then swaps (c, e) in lexical order), then a,
+    then b ascending.  A step taken is repeated (same classes, same jobs) while
+    it still lowers the total by that margin, each repetition counting as a
+    step: one class-level step moves a single worker.  With trees a step costs
+    O(C^2 log S), without O(S C^2).
     """
     S: cython.Py_ssize_t = rhoC.shape[0]
     C: cython.Py_ssize_t = rhoC.shape[1]
-    K: cython.Py_ssize_t = comm.shape[1] - 1
+    K: cython.longlong = 0
     i: cython.Py_ssize_t
     c: cython.Py_ssize_t
     e: cython.Py_ssize_t
+    s: cython.Py_ssize_t
     a: cython.Py_ssize_t
     b: cython.Py_ssize_t
     t: cython.Py_ssize_t
-    j1: cython.Py_ssize_t
-    j2: cython.Py_ssize_t
-    ba: cython.Py_ssize_t
-    bb: cython.Py_ssize_t
     bc: cython.Py_ssize_t
-    bd: cython.Py_ssize_t
-    kind: cython.int
+    be: cython.Py_ssize_t
     u: cython.longlong
     steps: cython.longlong = 0
-    total: cython.double
-    best: cython.double
-    v: cython.double
-    v1: cython.double
-    v2: cython.double
-    x: cython.double
-    r: cython.double
+    total: cython.double = 0.0
+    total0: cython.double
+    est: cython.double
+    thr: cython.double
     d: cython.double
     g: cython.double
     for i in range(S):
@@ -764,158 +962,99 @@ def polish_classes_kernel(rhoC: cython.const[cython.double][:, ::1], work: cytho
         if replacing:
             _class_diff(cnt, curC, diff, i)
     for c in range(C):
+        K += mc[c]
         u = mc[c]
         for i in range(S):
             u -= cnt[i, c]
         idle[c] = u
+    for i in range(S):
+        total += job_cost(work, comm, i, X[i], n[i])
+    if replacing:
+        total += restart_loss(pen, diff)
+    if not total < INF:
+        return 0  # an infeasible start: no step lowers an infinite total
+    total0 = total
+    est = total
+    if P > 0:
+        for i in range(T.shape[0]):
+            T[i] = INF
+        for i in range(S + 1):
+            _set_leaves(rhoC, work, comm, cnt, idle, X, n, K, replacing, pen, curC, diff, T, P, i)
+    fresh: cython.bint
     while steps < max_steps:
-        total = 0.0
-        for i in range(S):
-            total += job_cost(work, comm, i, X[i], n[i])
-        if replacing:
-            total += restart_loss(pen, diff)
-        best = -REL_GAIN * total
-        kind = 0
+        # the best step over all structures, the first one on ties
+        d = INF
+        a = -1
+        b = -1
         bc = -1
-        bd = -1
-        ba = -1
-        bb = -1
-        # moves of one class-c worker from a to b
-        for c in range(C):
-            v1 = INF
-            j1 = -1
-            v2 = INF
-            j2 = -1
-            for b in range(S + 1):
-                if b < S:
-                    x = rhoC[b, c]
-                    if x <= 0.0 or n[b] >= K:  # K: every worker already on b
-                        continue
-                    v = job_cost(work, comm, b, X[b] + x, n[b] + 1) - job_cost(work, comm, b, X[b], n[b])
-                    if replacing:
-                        v += _pen_step(pen[b], diff[b], _gain(cnt, curC, b, c))
-                else:
-                    v = 0.0
-                v1, j1, v2, j2 = _push2(v, b, v1, j1, v2, j2)
-            for a in range(S + 1):
-                if a < S:
-                    if cnt[a, c] == 0 or n[a] == 1:
-                        continue
-                    r = job_cost(work, comm, a, X[a] - rhoC[a, c], n[a] - 1) - job_cost(work, comm, a, X[a], n[a])
-                    if replacing:
-                        r += _pen_step(pen[a], diff[a], _lose(cnt, curC, a, c))
-                else:
-                    if idle[c] == 0:
-                        continue
-                    r = 0.0
-                v, t = _partner(a, v1, j1, v2, j2)
-                if t < 0:
-                    continue
-                d = r + v
-                if d < best:
-                    best = d
-                    kind = 1
-                    bc = c
-                    ba = a
-                    bb = t
-        # swaps: a gives c takes e, b gives e takes c
-        # (the trade's cost change is written out in both loops: as a helper taking the
-        # arrays it made the Numba kernel 13x slower at K=16384, S=1024)
-        for c in range(C):
-            for e in range(c + 1, C):
-                v1 = INF
-                j1 = -1
-                v2 = INF
-                j2 = -1
-                for b in range(S + 1):
-                    if b < S:
-                        if cnt[b, e] == 0:
-                            continue
-                        x = rhoC[b, c]
-                        if x <= 0.0:
-                            continue
-                        v = job_cost(work, comm, b, X[b] - rhoC[b, e] + x, n[b]) - job_cost(work, comm, b, X[b], n[b])
-                        if replacing:
-                            v += _pen_step(pen[b], diff[b], _lose(cnt, curC, b, e) + _gain(cnt, curC, b, c))
-                    else:
-                        if idle[e] == 0:
-                            continue
-                        v = 0.0
-                    v1, j1, v2, j2 = _push2(v, b, v1, j1, v2, j2)
-                if j1 < 0:
-                    continue
-                for a in range(S + 1):
-                    if a < S:
-                        if cnt[a, c] == 0:
-                            continue
-                        x = rhoC[a, e]
-                        if x <= 0.0:
-                            continue
-                        g = job_cost(work, comm, a, X[a] - rhoC[a, c] + x, n[a]) - job_cost(work, comm, a, X[a], n[a])
-                        if replacing:
-                            g += _pen_step(pen[a], diff[a], _lose(cnt, curC, a, c) + _gain(cnt, curC, a, e))
-                    else:
-                        if idle[c] == 0:
-                            continue
-                        g = 0.0
-                    v, t = _partner(a, v1, j1, v2, j2)
-                    if t < 0:
-                        continue
-                    d = g + v
-                    if d < best:
-                        best = d
-                        kind = 2
-                        bc = c
-                        bd = e
-                        ba = a
-                        bb = t
-        if kind == 0:
-            break
-        # take the step, then repeat it while it still lowers the total by the same
-        # margin (one class-level step moves one worker; this saves the re-scans)
-        while True:
-            if kind == 1:
-                if ba < S:
-                    cnt[ba, bc] -= 1
-                    _refresh(rhoC, cnt, X, n, ba)
-                else:
-                    idle[bc] -= 1
-                if bb < S:
-                    cnt[bb, bc] += 1
-                    _refresh(rhoC, cnt, X, n, bb)
-                else:
-                    idle[bc] += 1
+        be = -1
+        for s in range(C * (C + 1) // 2):
+            c, e = _structure(s, C)
+            if P > 0:
+                g, i, t = _tree_best(T, 2 * s * 2 * P, (2 * s + 1) * 2 * P, P)
             else:
-                if ba < S:
-                    cnt[ba, bc] -= 1
-                    cnt[ba, bd] += 1
-                    _refresh(rhoC, cnt, X, n, ba)
-                else:
-                    idle[bc] -= 1
-                    idle[bd] += 1
-                if bb < S:
-                    cnt[bb, bd] -= 1
-                    cnt[bb, bc] += 1
-                    _refresh(rhoC, cnt, X, n, bb)
-                else:
-                    idle[bd] -= 1
-                    idle[bc] += 1
-            if replacing:
-                if ba < S:
-                    _class_diff(cnt, curC, diff, ba)
-                if bb < S:
-                    _class_diff(cnt, curC, diff, bb)
+                g, i, t = _scan_best(rhoC, work, comm, cnt, idle, X, n, K, replacing, pen, curC, diff, c, e)
+            if g < d:
+                d = g
+                a = i
+                b = t
+                bc = c
+                be = e
+        # take it while it lowers the total by more than REL_GAIN of it, then look again
+        fresh = True
+        while True:
+            thr = -REL_GAIN * est
+            # ``est`` is the total up to a few ulps of ``total0`` per step, far below
+            # 1e-6 of it for any run within max_steps: only a gain that close to the
+            # threshold needs the exact sum (O(S), most of the polish time at K = 100,000)
+            g = d - thr
+            if g < 0.0:
+                g = -g
+            if not g > REL_GAIN * 1e-6 * total0:
+                total = 0.0
+                for i in range(S):
+                    total += job_cost(work, comm, i, X[i], n[i])
+                if replacing:
+                    total += restart_loss(pen, diff)
+                est = total
+                thr = -REL_GAIN * total
+            if not d < thr:
+                break
+            fresh = False
+            if a < S:
+                cnt[a, bc] -= 1
+                if be >= 0:
+                    cnt[a, be] += 1
+                _refresh(rhoC, cnt, X, n, a)
+                if replacing:
+                    _class_diff(cnt, curC, diff, a)
+            else:
+                idle[bc] -= 1
+                if be >= 0:
+                    idle[be] += 1
+            if b < S:
+                cnt[b, bc] += 1
+                if be >= 0:
+                    cnt[b, be] -= 1
+                _refresh(rhoC, cnt, X, n, b)
+                if replacing:
+                    _class_diff(cnt, curC, diff, b)
+            else:
+                idle[bc] += 1
+                if be >= 0:
+                    idle[be] -= 1
+            est += d
             steps += 1
+            if P > 0:  # entries of a and b (S: the idle pool, whose entries depend on idle only)
+                _set_leaves(rhoC, work, comm, cnt, idle, X, n, K, replacing, pen, curC, diff, T, P, a)
+                _set_leaves(rhoC, work, comm, cnt, idle, X, n, K, replacing, pen, curC, diff, T, P, b)
             if steps >= max_steps:
                 break
-            total = 0.0
-            for i in range(S):
-                total += job_cost(work, comm, i, X[i], n[i])
-            if replacing:
-                total += restart_loss(pen, diff)
-            if not _step_gain(rhoC, work, comm, cnt, idle, X, n, kind, bc, bd, ba, bb,
-                              replacing, pen, curC, diff) < -REL_GAIN * total:
-                break
+            # the same step again: its two halves, now
+            d = (_leaf(rhoC, work, comm, cnt, idle, X, n, K, replacing, pen, curC, diff, bc, be, 1, a)
+                 + _leaf(rhoC, work, comm, cnt, idle, X, n, K, replacing, pen, curC, diff, bc, be, 0, b))
+        if fresh:
+            break  # the best step does not lower the total enough: a local optimum
     return steps
 
 
@@ -932,14 +1071,14 @@ def _polish_rows_classes_kernel(rhoC: cython.const[cython.double][:, ::1], work:
                                 idle: cython.longlong[:, ::1], replacing: cython.bint,
                                 pen: cython.const[cython.double][::1], curC: cython.const[cython.longlong][:, ::1],
                                 current: cython.const[cython.longlong][::1], diff: cython.longlong[:, ::1],
-                                threads: cython.int) -> cython.void:
+                                T: cython.double[:, ::1], P: cython.Py_ssize_t, threads: cython.int) -> cython.void:
     j: cython.Py_ssize_t
     s: cython.Py_ssize_t
     for j in prange(rows.shape[0], nogil=True, num_threads=threads, schedule="dynamic"):
         s = rows[j]
         counts_of(out_wj[s], class_of, cnt[j])
         out_stats[s, 2] = polish_classes_kernel(rhoC, work, comm, mc, cnt[j], max_steps, X[j], n[j], idle[j],
-                                                replacing, pen, curC, diff[j])
+                                                replacing, pen, curC, diff[j], T[j], P)
         if replacing:
             expand_counts_keep(cnt[j], members, cls_start, current, out_wj[s], diff[j])  # diff: taken
             out_total[s] = class_totals(rhoC, work, comm, cnt[j], X[j], n[j]) + class_restart_loss(
@@ -947,6 +1086,22 @@ def _polish_rows_classes_kernel(rhoC: cython.const[cython.double][:, ::1], work:
         else:
             expand_counts(cnt[j], members, cls_start, out_wj[s])
             out_total[s] = class_totals(rhoC, work, comm, cnt[j], X[j], n[j])
+
+
+#: Most float64 cells of the polish trees of one call (all rows): 256 MiB.  Above,
+#: the class polish scans instead (many classes: C (C + 1) trees per row).
+TREE_CELLS = 2**25
+
+
+def class_trees(S, C, rows=1):
+    """``(T, P)``: zeroed tree work arrays (rows, C (C + 1) 2 P) for :func:`polish_classes_kernel`, P = 0 if too big."""
+    P = 1
+    while P < S + 1:
+        P *= 2
+    width = C * (C + 1) * 2 * P
+    if rows * width > TREE_CELLS:
+        return np.zeros((rows, 1)), 0
+    return np.zeros((rows, width)), P
 
 
 def _class_restart_args(restart, S, C, K):
@@ -958,11 +1113,12 @@ def _class_restart_args(restart, S, C, K):
 
 def polish_classes(rhoC: cython.const[cython.double][:, ::1], work: cython.const[cython.double][::1],
                    comm: cython.const[cython.double][:, ::1], mc: cython.const[cython.longlong][::1],
-                   cnt: cython.longlong[:, ::1], max_steps: cython.longlong, restart=None):
+                   cnt: cython.longlong[:, ::1], max_steps: cython.longlong, restart=None, trees=True):
     """Improve the class counts ``cnt`` (int64 (S, C)) in place by :func:`polish_classes_kernel`; return the steps taken.
 
     ``restart``: None, or ``(pen, curC)`` (float64 (S,), int64 (S, C)): restart
-    costs and current counts per class, to add restart losses.
+    costs and current counts per class, to add restart losses.  ``trees=False``
+    scans instead of keeping the trees (what many classes get; the same steps).
     """
     X: cython.double[::1] = np.zeros(rhoC.shape[0])
     n: cython.longlong[::1] = np.zeros(rhoC.shape[0], dtype=np.int64)
@@ -976,8 +1132,12 @@ def polish_classes(rhoC: cython.const[cython.double][:, ::1], work: cython.const
         replacing, pen, curC = False, np.zeros(rhoC.shape[0]), np.zeros((rhoC.shape[0], rhoC.shape[1]), dtype=np.int64)
     else:
         replacing, pen, curC = True, restart[0], restart[1]
+    T2, P = class_trees(rhoC.shape[0], rhoC.shape[1]) if trees else (np.zeros((1, 1)), 0)
+    T: cython.double[::1] = T2[0]
+    p: cython.Py_ssize_t = P
     with cython.nogil:
-        steps = polish_classes_kernel(rhoC, work, comm, mc, cnt, max_steps, X, n, idle, replacing, pen, curC, diff)
+        steps = polish_classes_kernel(rhoC, work, comm, mc, cnt, max_steps, X, n, idle, replacing, pen, curC, diff,
+                                      T, p)
     return steps
 
 
@@ -1000,9 +1160,10 @@ def polish_rows_classes(rhoC, work, comm, mc, class_of, members, cls_start, rows
     X, n, idle = np.zeros((R, S)), np.zeros((R, S), dtype=np.int64), np.zeros((R, C), dtype=np.int64)
     replacing, pen, curC, current = _class_restart_args(restart, S, C, out_wj.shape[1])
     diff = np.zeros((R, S), dtype=np.int64)
+    T, P = class_trees(S, C, max(R, 1))
     nt = threads if threads > 0 else (os.cpu_count() or 1)
     _polish_rows_classes_kernel(rhoC, work, comm, mc, class_of, members, cls_start, rows, max_steps, out_wj,
-                                out_total, out_stats, cnt, X, n, idle, replacing, pen, curC, current, diff, nt)
+                                out_total, out_stats, cnt, X, n, idle, replacing, pen, curC, current, diff, T, P, nt)
 
 
 def expand_keep(cnt: cython.longlong[:, ::1], members: cython.const[cython.longlong][::1],
