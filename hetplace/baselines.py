@@ -32,16 +32,19 @@ class _Pool:
     """
 
     def __init__(self, problem, worker_job):
-        K = problem.n_workers
-        wt, speed = problem.worker_type, problem.class_speed  # a down worker (0) is a class of its own
-        perm = np.lexsort((np.arange(K), -speed, wt))  # class by class, lowest index first
-        g, s = wt[perm], speed[perm]
-        new = np.ones(K, dtype=bool)
-        new[1:] = (g[1:] != g[:-1]) | (s[1:] != s[:-1])
-        starts = np.flatnonzero(new)
-        cls = np.cumsum(new) - 1
-        self.n_classes = C = starts.size
-        self.value = problem.worker_throughput[:, perm[starts]]
+        # Problem.worker_classes, ordered by type and then speed descending (a down worker,
+        # speed 0, is a class of its own), each class lowest index first
+        order, bounds, _ = problem.worker_classes
+        C = bounds.size - 1
+        wt, speed = problem.worker_type, problem.class_speed
+        first = order[bounds[:-1]]
+        rank = np.lexsort((-speed[first], wt[first]))  # the classes in this order
+        perm = np.concatenate([order[bounds[c]:bounds[c + 1]] for c in rank])
+        size = np.diff(bounds)[rank]
+        starts = np.cumsum(size) - size
+        cls = np.repeat(np.arange(C), size)
+        self.n_classes = C
+        self.value = problem._class_rates(perm[starts])
         free = worker_job[perm] < 0
         self.members = perm[free]
         self.end = np.cumsum(np.bincount(cls[free], minlength=C))

@@ -508,13 +508,11 @@ def _worker_classes(problem, grouping):
     if grouping == "workers":
         members = [np.array([k]) for k in range(K)]
     else:
-        keys = {}
-        for k in range(K):
-            key = (int(problem.worker_type[k]), float(problem.class_speed[k]))  # down: speed 0
-            keys.setdefault(key, []).append(k)
-        members = [np.array(v, dtype=np.int64) for v in keys.values()]
+        order, starts, _ = problem.worker_classes  # Problem.worker_classes, by first worker here
+        groups = [order[a:b] for a, b in zip(starts[:-1], starts[1:])]
+        members = [groups[c] for c in np.argsort([g[0] for g in groups], kind="stable")]
     first = np.array([m[0] for m in members])
-    return members, problem.worker_throughput[:, first]
+    return members, problem._class_rates(first)
 
 
 def _load_ortools():

@@ -228,6 +228,7 @@ class Problem:
         self.size_cost_spec = _frozen(np.stack([coef, -lo.astype(np.float64), hi.astype(np.float64)], axis=1))
         self._capped = np.flatnonzero((hi < K) | (lo > 1))
         self._tables = {}
+        self._classes = None
         self._set_restart(iv.current, iv.restart_time)
         self._jct_alone = None
 
@@ -298,6 +299,34 @@ class Problem:
             return cost
         return self._table("size_cost", build)
 
+    @property
+    def worker_classes(self):
+        """The worker classes (docs/model.md §2.2), computed once: ``(members, starts, class_of)``.
+
+        Workers of one type and one ``class_speed`` have the same throughput
+        column; a down worker (speed 0) is never in a class with an up one.
+        Classes are ordered by type, then speed (ascending); class ``c`` is
+        ``members[starts[c]:starts[c + 1]]`` in ascending worker index, and
+        ``class_of[k]`` is worker k's class.  Every method groups workers this
+        way (SMP, the MILP, the baselines, ``jct_alone``), each in the order it
+        needs.
+        """
+        if self._classes is None:
+            t, sp, K = self.worker_type, self.class_speed, self.n_workers
+            members = np.lexsort((sp, t)).astype(np.int64)  # stable: ascending index within a class
+            ts, ss = t[members], sp[members]
+            new = np.ones(K, dtype=bool)
+            new[1:] = (ts[1:] != ts[:-1]) | (ss[1:] != ss[:-1])
+            starts = np.append(np.flatnonzero(new), K).astype(np.int64)
+            class_of = np.empty(K, dtype=np.int64)
+            class_of[members] = np.cumsum(new) - 1
+            self._classes = (_frozen(members), _frozen(starts), _frozen(class_of))
+        return self._classes
+
+    def _class_rates(self, workers):
+        """(S, len(workers)): every job's samples/s on each of ``workers`` (one per class, say)."""
+        return self.throughput[:, self.worker_type[workers]] * self.class_speed[workers][None, :]
+
     def _rate(self, jobs, workers):
         """Samples/s of ``jobs[t]`` on ``workers[t]`` (arrays of one shape): ``worker_throughput[jobs, workers]``."""
         return self.throughput[jobs, self.worker_type[workers]] * self.class_speed[workers]
@@ -321,14 +350,9 @@ class Problem:
             # sorted fastest first are its class values, sorted, each repeated by the class
             # size: the same array as sorting all K of them, in O(C log C + K) per job.
             # Sizes above max_workers cost inf and are never the best.
-            K = self.n_workers
-            key = np.lexsort((self.class_speed, self.worker_type))
-            g, s = self.worker_type[key], self.class_speed[key]
-            new = np.ones(K, dtype=bool)
-            new[1:] = (g[1:] != g[:-1]) | (s[1:] != s[:-1])
-            starts = np.flatnonzero(new)
-            sizes = np.diff(np.append(starts, K))
-            values = self.throughput[:, g[starts]] * s[starts][None, :]  # worker_throughput[:, key[starts]]
+            members, starts, _ = self.worker_classes
+            sizes = np.diff(starts)
+            values = self._class_rates(members[starts[:-1]])
             out = np.empty(self.n_jobs)
             for i in range(self.n_jobs):
                 order = np.argsort(-values[i], kind="stable")

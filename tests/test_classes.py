@@ -166,6 +166,76 @@ def test_expand_and_count_round_trip(seed):
         assert (np.diff(busy) >= 0).all() and (js[busy.size:] == -1).all()
 
 
+def _tied_problem(seed):
+    """A random problem with copies of some jobs (exact ties between jobs) and a random running placement."""
+    rng = np.random.default_rng(seed)
+    base = random_problem(seed, K_max=70, S_max=7)
+    extra = int(rng.integers(1, 4))
+    idx = np.r_[np.arange(base.n_jobs), rng.integers(0, base.n_jobs, extra)]
+    idx = idx[:base.n_workers]
+    p = hp.Problem(base.throughput[idx], base.type_counts, base.batch[idx], base.iterations[idx],
+                   base.grad_bytes[idx], base.bandwidth, base.worker_speed)
+    return p, worker_classes(p)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_class_polish_trees_take_the_scans_steps(seed):
+    # the trees (O(C^2 log S) per step) and the scan (O(S C^2)) pick the same step every
+    # time, exact ties included (copies of jobs), on every backend, with the (S, 3) cost
+    # spec and the dense table, with and without restart losses
+    p, (rhoC, mc, class_of, members, cls_start) = _tied_problem(seed)
+    rng = np.random.default_rng(seed + 1000)
+    start = _start(p, rng)
+    S, C = rhoC.shape
+    begin = np.zeros((S, C), dtype=np.int64)
+    counts_of(start, class_of, begin)
+    cur = np.zeros((S, C), dtype=np.int64)
+    counts_of(_start(p, rng), class_of, cur)
+    restart = (np.where(rng.random(S) < 0.5, rng.uniform(0, 50, S), 0.0), cur)
+    for rs in (None, restart):
+        ref = begin.copy()
+        steps = polish_classes_impl(rhoC, p.work, p.size_cost, mc, ref, 100_000, rs, False)
+        for b in AVAILABLE:
+            for comm in (p.size_cost, p.size_cost_spec):
+                for trees in (True, False, None):
+                    cnt = begin.copy()
+                    got = kernels(b).polish_classes(rhoC, p.work, comm, mc, cnt, 100_000, rs, trees)
+                    assert got == steps, (b, trees, rs is None)
+                    np.testing.assert_array_equal(cnt, ref, err_msg=f"{b} trees={trees}")
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_tree_best_is_the_scans_choice_with_ties(seed):
+    # one structure's best (side1(a) + side0(b), a, b), a != b, from the trees against the
+    # plain scan over all pairs in order (lowest a, then its lowest best partner), on values
+    # drawn from a few numbers so that ties (and impossible entries) are everywhere
+    py = load("_polish", "python")
+    rng = np.random.default_rng(seed)
+    S = int(rng.integers(1, 12))
+    L = rng.choice([-1.5, -0.5, 0.0, 0.5, np.inf], S + 1)
+    R = rng.choice([-1.0, 0.0, 1.0, np.inf], S + 1)
+    P = 1
+    while P < S + 1:
+        P *= 2
+    T = np.full(4 * P, np.inf)
+    for i in range(S + 1):
+        py._tree_set(T, 0, P, i, float(L[i]))
+        py._tree_set(T, 2 * P, P, i, float(R[i]))
+    best = (np.inf, -1, -1)
+    for a in range(S + 1):
+        if not R[a] < np.inf:
+            continue
+        others = [b for b in range(S + 1) if b != a and L[b] < np.inf]
+        if not others:
+            continue
+        b = min(others, key=lambda b: (L[b], b))
+        d = R[a] + L[b]
+        if d < best[0]:
+            best = (d, a, b)
+    got = py._tree_best(T, 0, 2 * P, P)
+    assert (got[0], got[1], got[2]) == best or (best[0] == np.inf and got[0] == np.inf)
+
+
 @needs_cython
 def test_polish_max_steps_is_honoured():
     p, (rhoC, mc, class_of, _, _) = _problem(5, K_max=30, S_max=6)

@@ -37,7 +37,7 @@ from cython.parallel import prange
 __all__ = [
     "COMPILED", "job_cost", "assignment_total", "polish_kernel", "polish", "polish_rows",
     "class_totals", "expand_counts", "counts_of", "polish_classes_kernel", "polish_classes", "polish_rows_classes",
-    "restart_loss", "class_restart_loss", "class_trees", "TREE_CELLS", "expand_counts_keep", "expand_keep", "keep_rows",
+    "restart_loss", "class_restart_loss", "class_trees", "TREE_CELLS", "TREE_MIN_JOBS", "expand_counts_keep", "expand_keep", "keep_rows",
 ]
 
 #: True in the extension built by ``cythonize``; False when this source runs under Numba or as Python.
@@ -764,6 +764,7 @@ def _tree_first(T: cython.double[::1], off: cython.Py_ssize_t, P: cython.Py_ssiz
 
 
 @cython.cfunc
+@cython.inline
 @cython.nogil
 @cython.exceptval(check=False)
 def _tree_best(T: cython.double[::1], offL: cython.Py_ssize_t, offR: cython.Py_ssize_t,
@@ -812,6 +813,7 @@ def _tree_best(T: cython.double[::1], offL: cython.Py_ssize_t, offR: cython.Py_s
 
 
 @cython.cfunc
+@cython.inline
 @cython.nogil
 @cython.exceptval(check=False)
 def _scan_best(rhoC: cython.const[cython.double][:, ::1], work: cython.const[cython.double][::1],
@@ -872,6 +874,7 @@ def _structure(s: cython.Py_ssize_t, C: cython.Py_ssize_t) -> tuple[cython.Py_ss
 
 
 @cython.cfunc
+@cython.inline
 @cython.nogil
 @cython.exceptval(check=False)
 def _set_leaves(rhoC: cython.const[cython.double][:, ::1], work: cython.const[cython.double][::1],
@@ -1091,15 +1094,22 @@ def _polish_rows_classes_kernel(rhoC: cython.const[cython.double][:, ::1], work:
 #: Most float64 cells of the polish trees of one call (all rows): 256 MiB.  Above,
 #: the class polish scans instead (many classes: C (C + 1) trees per row).
 TREE_CELLS = 2**25
+#: Fewest jobs for the trees: below, a scan in O(S C^2) per step is faster (S = 64: the
+#: scan 0.18 ms, the trees 0.26 ms; S = 128: 0.79 and 0.53 ms; Cython, one row).
+TREE_MIN_JOBS = 128
 
 
-def class_trees(S, C, rows=1):
-    """``(T, P)``: zeroed tree work arrays (rows, C (C + 1) 2 P) for :func:`polish_classes_kernel`, P = 0 if too big."""
+def class_trees(S, C, rows=1, trees=None):
+    """``(T, P)``: tree work arrays (rows, C (C + 1) 2 P) for :func:`polish_classes_kernel`, or P = 0: scan.
+
+    ``trees``: None chooses (trees from :data:`TREE_MIN_JOBS` jobs, within
+    :data:`TREE_CELLS`), True and False force either (the same steps).
+    """
     P = 1
     while P < S + 1:
         P *= 2
     width = C * (C + 1) * 2 * P
-    if rows * width > TREE_CELLS:
+    if trees is False or (trees is None and (S < TREE_MIN_JOBS or rows * width > TREE_CELLS)):
         return np.zeros((rows, 1)), 0
     return np.zeros((rows, width)), P
 
@@ -1113,12 +1123,12 @@ def _class_restart_args(restart, S, C, K):
 
 def polish_classes(rhoC: cython.const[cython.double][:, ::1], work: cython.const[cython.double][::1],
                    comm: cython.const[cython.double][:, ::1], mc: cython.const[cython.longlong][::1],
-                   cnt: cython.longlong[:, ::1], max_steps: cython.longlong, restart=None, trees=True):
+                   cnt: cython.longlong[:, ::1], max_steps: cython.longlong, restart=None, trees=None):
     """Improve the class counts ``cnt`` (int64 (S, C)) in place by :func:`polish_classes_kernel`; return the steps taken.
 
     ``restart``: None, or ``(pen, curC)`` (float64 (S,), int64 (S, C)): restart
-    costs and current counts per class, to add restart losses.  ``trees=False``
-    scans instead of keeping the trees (what many classes get; the same steps).
+    costs and current counts per class, to add restart losses.  ``trees``: see
+    :func:`class_trees` (True: keep the trees, False: scan; the same steps).
     """
     X: cython.double[::1] = np.zeros(rhoC.shape[0])
     n: cython.longlong[::1] = np.zeros(rhoC.shape[0], dtype=np.int64)
@@ -1132,7 +1142,7 @@ def polish_classes(rhoC: cython.const[cython.double][:, ::1], work: cython.const
         replacing, pen, curC = False, np.zeros(rhoC.shape[0]), np.zeros((rhoC.shape[0], rhoC.shape[1]), dtype=np.int64)
     else:
         replacing, pen, curC = True, restart[0], restart[1]
-    T2, P = class_trees(rhoC.shape[0], rhoC.shape[1]) if trees else (np.zeros((1, 1)), 0)
+    T2, P = class_trees(rhoC.shape[0], rhoC.shape[1], 1, trees)
     T: cython.double[::1] = T2[0]
     p: cython.Py_ssize_t = P
     with cython.nogil:

@@ -8,11 +8,12 @@ name (``backend="cython"``).  :func:`load` runs the same file two more ways:
     executed as plain Python in a private module;
 ``"numba"``
     the same, then every function decorated ``@cython.cfunc`` or
-    ``@cython.ccall`` is replaced by ``numba.njit(**JIT)`` of itself
+    ``@cython.ccall`` is replaced by ``numba.njit(**JIT, _nrt=False)`` of itself
     (``parallel=True`` when its body calls ``prange``; ``inline="always"``
     when it is ``@cython.inline``: inlined in Numba's IR, which made the class
-    polish 25 % faster than calls to it), so calls between kernels resolve to
-    the compiled ones.  Numba's ``prange`` takes no
+    polish 25 % faster than calls to it; ``_nrt=False``: no reference counting,
+    as kernels never allocate), so calls between kernels resolve to the
+    compiled ones.  Numba's ``prange`` takes no
     options, so ``prange(n, nogil=True, ...)`` is compiled as ``prange(n)``.
 
 In both, ``import cython`` and ``from cython.parallel import prange`` are
@@ -282,7 +283,11 @@ def load(name, backend):
     exec(compile(tree, path, "exec"), module.__dict__)
     if backend == "numba":
         for fname, (par, inline) in kernels.items():
-            options = dict(JIT, parallel=True) if par else dict(JIT)
+            # _nrt=False: no reference counting of the arrays a kernel passes to the kernels it
+            # calls.  Kernels never allocate (the rule above; Numba refuses to compile one that
+            # does without its runtime), and the counting cost the class polish 8x at K = 1,024
+            # (atomic increments the inlined helpers' array arguments could not be pruned of)
+            options = dict(JIT, parallel=True, _nrt=False) if par else dict(JIT, _nrt=False)
             if inline:
                 options["inline"] = "always"
             fn = getattr(module, fname)
