@@ -385,8 +385,9 @@ def solve_exact(
     downgrades), and no reported optimum was wrong.
 
     **Type DP**: see :func:`hetplace._core._dp_nb.type_dp`.  Bound = objective.
-    The DP and brute force use ``Problem.size_cost`` (``inf`` above
-    ``max_workers``), so no job gets more workers than samples.
+    The DP and brute force price sizes with ``Problem.size_cost_spec``
+    through the core's one job-cost function (``inf`` outside the size
+    bounds), so no job gets more workers than samples.
     """
     t0 = time.perf_counter()
     method, solver, time_limit, threads, verbose = _solve_exact_iv(
@@ -429,7 +430,7 @@ def _solve_dp(problem, t0, verbose):
     total, choice = type_dp(
         np.ascontiguousarray(problem.throughput, dtype=np.float64),
         np.ascontiguousarray(problem.work, dtype=np.float64),
-        np.ascontiguousarray(problem.size_cost, dtype=np.float64),  # inf above max_workers
+        problem.size_cost_spec,  # communication, inf outside the size bounds (_core._polish.job_cost)
         radix, penalty, keep,
     )
     if not np.isfinite(total):  # pragma: no cover - Problem() rejects uncoverable instances
@@ -478,7 +479,7 @@ def _solve_brute(problem, t0, verbose):
     total = brute_force(
         np.ascontiguousarray(problem.worker_throughput, dtype=np.float64),
         np.ascontiguousarray(problem.work, dtype=np.float64),
-        np.ascontiguousarray(problem.size_cost, dtype=np.float64),  # inf above max_workers
+        problem.size_cost_spec,  # communication, inf outside the size bounds (_core._polish.job_cost)
         np.ascontiguousarray(problem.current, dtype=np.int64),
         np.ascontiguousarray(problem.restart_cost, dtype=np.float64),
         best,

@@ -309,10 +309,15 @@ def worker_classes(problem, buckets=None):
     cls_start = np.append(starts, K).astype(np.int64)
     class_of = np.empty(K, dtype=np.int64)
     class_of[members] = np.cumsum(new) - 1
-    # a bucket's members share a type: the mean of rho[i, k] = throughput[i, g] * speed[k]
-    rhoC = np.stack([problem._class_rates(members[a:b]).mean(axis=1) for a, b in zip(cls_start[:-1], cls_start[1:])],
-                    axis=1)
-    rhoC = np.ascontiguousarray(rhoC)
+    # a bucket's value: the mean of rho[i, k] = throughput[i, g] * speed[k] over its members,
+    # a few rows at a time (each row's mean is its own: no (S, members) temporary)
+    S = problem.n_jobs
+    rhoC = np.empty((S, cls_start.size - 1))
+    for c, (a, b) in enumerate(zip(cls_start[:-1], cls_start[1:])):
+        w = members[a:b]
+        step = max(1, 2**22 // w.size)
+        for i in range(0, S, step):
+            rhoC[i:i + step, c] = (problem.throughput[i:i + step, t[w]] * sp[w][None, :]).mean(axis=1)
     return rhoC, np.diff(cls_start), class_of, members, cls_start
 
 

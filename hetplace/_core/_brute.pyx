@@ -3,6 +3,8 @@
 cimport numpy as cnp
 import numpy as np
 
+from hetplace._core._polish cimport job_cost
+
 cnp.import_array()
 
 
@@ -11,8 +13,9 @@ def brute_force(const double[:, ::1] rho, const double[::1] work,
                 const double[::1] restart_cost, long long[::1] best_out):
     """Write the assignment with the smallest total JCT into ``best_out``.
 
-    ``size_cost[i, n]`` is job ``i``'s communication time on ``n`` workers, ``inf``
-    for sizes it cannot use (``Problem.size_cost``: above ``max_workers``).
+    ``size_cost`` prices job ``i`` on ``n`` workers, ``inf`` for sizes it cannot
+    use: ``Problem.size_cost_spec`` (S, 3) or ``Problem.size_cost`` (S, K + 1),
+    read by ``_polish.job_cost``.
     ``current`` (K,) is the running placement (-1: none) and ``restart_cost``
     (S,) what a job pays when its worker set differs from it in any way
     (``Problem.restart_cost``: 0 for new jobs; docs/model.md §1.4): a worker
@@ -58,7 +61,7 @@ def brute_force(const double[:, ::1] rho, const double[::1] work,
                     if cnt[i] == 0:
                         ok = False
                         break
-                    jct = work[i] / X[i] + size_cost[i, cnt[i]]
+                    jct = job_cost(work, size_cost, i, X[i], cnt[i])
                     if changed[i] and restart_cost[i] != 0.0:
                         jct += restart_cost[i]
                     total += jct

@@ -5,7 +5,11 @@ Compiled lazily on first call and cached on disk (``cache=True``).
 """
 import numba as nb
 from ._jit import JIT
+from ._source import load
 import numpy as np
+
+#: The one job-cost function of the compiled core, as Numba compiles it (``_polish.job_cost``).
+job_cost = load("_polish", "numba").job_cost
 
 __all__ = ["type_dp"]
 
@@ -20,9 +24,10 @@ def type_dp(rho, work, size_cost, radix, penalty, keep):
         Throughput of job ``i`` on one worker of type ``g`` (0 = cannot run).
     work : ndarray of float64, shape (S,)
         ``iterations * batch`` of every job.
-    size_cost : ndarray of float64, shape (S, K + 1)
-        Total communication time of job ``i`` on ``n`` workers, ``inf`` for
-        sizes the job cannot use (``Problem.size_cost``: above ``max_workers``).
+    size_cost : ndarray of float64, shape (S, 3) or (S, K + 1)
+        Communication time of job ``i`` by size, ``inf`` for sizes it cannot
+        use: ``Problem.size_cost_spec`` or ``Problem.size_cost``
+        (``_polish.job_cost`` reads either).
     radix : ndarray of int64, shape (G,)
         ``type_counts + 1``: the mixed radix of the state index (type 0 is
         the least significant digit).
@@ -87,7 +92,7 @@ def type_dp(rho, work, size_cost, radix, penalty, keep):
                     X += e[g] * rho[i, g]
                     n += e[g]
             if ok and n > 0:
-                cost[y] = work[i] / X + size_cost[i, n]
+                cost[y] = job_cost(work, size_cost, i, X, n)
                 if penalty[i] != 0.0 and y != keep[i]:
                     cost[y] += penalty[i]
             else:
