@@ -175,6 +175,36 @@ def test_polish_rows_classes_agree_on_exact_ties(seed):
     assert np.isfinite(ref[1][rows]).all() and ref[1][1] == -1.0
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_polish_rows_classes_in_chunks_of_rows_agree(seed):
+    # above 128 jobs the class polish keeps trees; when the rows' trees do not fit in
+    # tree_cells they are polished a few rows at a time (or, below one row, by the scan):
+    # every split gives the same rows, totals and steps
+    from hetplace.data import gavel_path
+    from hetplace.instances import gavel_instance
+    from hetplace.smp import worker_classes
+
+    p = gavel_instance(seed, 600, 150, gavel_path())
+    rhoC, mc, class_of, members, cls_start = worker_classes(p)
+    S, K, N = p.n_jobs, p.n_workers, 5
+    out0 = np.stack([hp.place(p, method="smp", seed=r, polish=False, samples=4).worker_job for r in range(N)])
+    rows = np.array([4, 1, 3, 0], dtype=np.int64)
+    width = mc.size * (mc.size + 1) * 2 * 256  # P = 256 > S
+    results = []
+    for b in [b for b in AVAILABLE if b != "python"]:
+        for cells in (None, width, 2 * width + 1, width - 1):
+            wj, total, stats = out0.copy(), np.full(N, -1.0), np.zeros((N, 3), dtype=np.int64)
+            kw = {} if cells is None else {"tree_cells": cells}
+            kernels(b).polish_rows_classes(rhoC, p.work, p.size_cost_spec, mc, class_of, members, cls_start, rows,
+                                           100_000, wj, total, stats, 2, **kw)
+            results.append((b, cells, wj, total, stats))
+    for b, cells, wj, total, stats in results:
+        np.testing.assert_array_equal(wj, results[0][2], err_msg=f"{b} {cells}")
+        np.testing.assert_array_equal(total.view(np.int64), results[0][3].view(np.int64))
+        np.testing.assert_array_equal(stats, results[0][4])
+    assert (results[0][4][rows, 2] > 0).all() and (results[0][2][2] == out0[2]).all()
+
+
 @pytest.mark.skipif("cython" not in AVAILABLE, reason="the Cython extensions are not built")
 def test_cython_path_imports_no_numba():
     """A fresh process deciding on the compiled backend imports no Numba and compiles nothing (issue 10)."""

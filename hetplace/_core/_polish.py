@@ -1099,19 +1099,21 @@ TREE_CELLS = 2**25
 TREE_MIN_JOBS = 128
 
 
-def class_trees(S, C, rows=1, trees=None):
-    """``(T, P)``: tree work arrays (rows, C (C + 1) 2 P) for :func:`polish_classes_kernel`, or P = 0: scan.
+def class_trees(S, C, rows=1, trees=None, cells=TREE_CELLS):
+    """``(T, P)``: tree work arrays (m, C (C + 1) 2 P) for :func:`polish_classes_kernel`, or P = 0: scan.
 
-    ``trees``: None chooses (trees from :data:`TREE_MIN_JOBS` jobs, within
-    :data:`TREE_CELLS`), True and False force either (the same steps).
+    ``m = min(rows, cells // width)`` rows of trees fit in ``cells``: callers
+    polish ``m`` rows at a time.  ``trees``: None chooses (trees from
+    :data:`TREE_MIN_JOBS` jobs, when one row's fit), True and False force
+    either (the same steps).
     """
     P = 1
     while P < S + 1:
         P *= 2
     width = C * (C + 1) * 2 * P
-    if trees is False or (trees is None and (S < TREE_MIN_JOBS or rows * width > TREE_CELLS)):
+    if trees is False or (trees is None and (S < TREE_MIN_JOBS or width > cells)):
         return np.zeros((rows, 1)), 0
-    return np.zeros((rows, width)), P
+    return np.zeros((max(1, min(rows, cells // width)), width)), P
 
 
 def _class_restart_args(restart, S, C, K):
@@ -1152,7 +1154,7 @@ def polish_classes(rhoC: cython.const[cython.double][:, ::1], work: cython.const
 
 
 def polish_rows_classes(rhoC, work, comm, mc, class_of, members, cls_start, rows, max_steps, out_wj, out_total,
-                        out_stats, threads=0, restart=None):
+                        out_stats, threads=0, restart=None, tree_cells=TREE_CELLS):
     """Polish ``out_wj[rows[j]]`` on class counts, in place and in parallel over ``j``.
 
     Each row is counted per class (``class_of``), polished by
@@ -1162,18 +1164,23 @@ def polish_rows_classes(rhoC, work, comm, mc, class_of, members, cls_start, rows
     ``restart``: None, or ``(pen, curC, current)``: restart costs (S,),
     current counts per class (S, C) and the running placement (K,); rows are
     then expanded keeping current workers (:func:`expand_counts_keep`) and
-    their totals include the restart losses.
+    their totals include the restart losses.  The rows are polished as many
+    at a time as their trees fit in ``tree_cells`` (all of them, but for
+    hundreds of thousands of jobs); each row's result does not depend on that.
     """
-    R = rows.shape[0]
     S, C = rhoC.shape
-    cnt = np.zeros((R, S, C), dtype=np.int64)
-    X, n, idle = np.zeros((R, S)), np.zeros((R, S), dtype=np.int64), np.zeros((R, C), dtype=np.int64)
     replacing, pen, curC, current = _class_restart_args(restart, S, C, out_wj.shape[1])
-    diff = np.zeros((R, S), dtype=np.int64)
-    T, P = class_trees(S, C, max(R, 1))
+    T, P = class_trees(S, C, max(rows.shape[0], 1), None, tree_cells)
+    m = T.shape[0] if P > 0 else max(rows.shape[0], 1)
+    cnt = np.zeros((m, S, C), dtype=np.int64)
+    X, n, idle = np.zeros((m, S)), np.zeros((m, S), dtype=np.int64), np.zeros((m, C), dtype=np.int64)
+    diff = np.zeros((m, S), dtype=np.int64)
     nt = threads if threads > 0 else (os.cpu_count() or 1)
-    _polish_rows_classes_kernel(rhoC, work, comm, mc, class_of, members, cls_start, rows, max_steps, out_wj,
-                                out_total, out_stats, cnt, X, n, idle, replacing, pen, curC, current, diff, T, P, nt)
+    for a in range(0, rows.shape[0], m):
+        chunk = np.ascontiguousarray(rows[a:a + m])
+        _polish_rows_classes_kernel(rhoC, work, comm, mc, class_of, members, cls_start, chunk, max_steps, out_wj,
+                                    out_total, out_stats, cnt, X, n, idle, replacing, pen, curC, current, diff, T, P,
+                                    nt)
 
 
 def expand_keep(cnt: cython.longlong[:, ::1], members: cython.const[cython.longlong][::1],
