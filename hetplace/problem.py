@@ -323,9 +323,9 @@ class Problem:
             self._classes = (_frozen(members), _frozen(starts), _frozen(class_of))
         return self._classes
 
-    def _class_rates(self, workers):
-        """(S, len(workers)): every job's samples/s on each of ``workers`` (one per class, say)."""
-        return self.throughput[:, self.worker_type[workers]] * self.class_speed[workers][None, :]
+    def _class_rates(self, workers, rows=slice(None)):
+        """(jobs, len(workers)): the ``rows`` jobs' samples/s on each of ``workers``: ``worker_throughput[rows][:, workers]``."""
+        return self.throughput[rows, self.worker_type[workers]] * self.class_speed[workers][None, :]
 
     def _rate(self, jobs, workers):
         """Samples/s of ``jobs[t]`` on ``workers[t]`` (arrays of one shape): ``worker_throughput[jobs, workers]``."""

@@ -317,7 +317,7 @@ def worker_classes(problem, buckets=None):
         w = members[a:b]
         step = max(1, 2**22 // w.size)
         for i in range(0, S, step):
-            rhoC[i:i + step, c] = (problem.throughput[i:i + step, t[w]] * sp[w][None, :]).mean(axis=1)
+            rhoC[i:i + step, c] = problem._class_rates(w, slice(i, i + step)).mean(axis=1)
     return rhoC, np.diff(cls_start), class_of, members, cls_start
 
 

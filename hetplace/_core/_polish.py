@@ -897,6 +897,23 @@ def _set_leaves(rhoC: cython.const[cython.double][:, ::1], work: cython.const[cy
 
 
 @cython.cfunc
+@cython.inline
+@cython.nogil
+@cython.exceptval(check=False)
+def _counts_total(work: cython.const[cython.double][::1], comm: cython.const[cython.double][:, ::1],
+                  X: cython.double[::1], n: cython.longlong[::1], replacing: cython.bint,
+                  pen: cython.const[cython.double][::1], diff: cython.longlong[::1]) -> cython.double:
+    """The total of the current ``X``, ``n`` (and restart losses), summed in job order."""
+    total: cython.double = 0.0
+    i: cython.Py_ssize_t
+    for i in range(X.shape[0]):
+        total += job_cost(work, comm, i, X[i], n[i])
+    if replacing:
+        total += restart_loss(pen, diff)
+    return total
+
+
+@cython.cfunc
 @cython.nogil
 @cython.exceptval(check=False)
 def polish_classes_kernel(rhoC: cython.const[cython.double][:, ::1], work: cython.const[cython.double][::1],
@@ -954,12 +971,13 @@ def polish_classes_kernel(rhoC: cython.const[cython.double][:, ::1], work: cytho
     be: cython.Py_ssize_t
     u: cython.longlong
     steps: cython.longlong = 0
-    total: cython.double = 0.0
     total0: cython.double
     est: cython.double
     thr: cython.double
     d: cython.double
     g: cython.double
+    gap: cython.double
+    fresh: cython.bint
     for i in range(S):
         _refresh(rhoC, cnt, X, n, i)
         if replacing:
@@ -970,20 +988,15 @@ def polish_classes_kernel(rhoC: cython.const[cython.double][:, ::1], work: cytho
         for i in range(S):
             u -= cnt[i, c]
         idle[c] = u
-    for i in range(S):
-        total += job_cost(work, comm, i, X[i], n[i])
-    if replacing:
-        total += restart_loss(pen, diff)
-    if not total < INF:
+    total0 = _counts_total(work, comm, X, n, replacing, pen, diff)
+    if not total0 < INF:
         return 0  # an infeasible start: no step lowers an infinite total
-    total0 = total
-    est = total
+    est = total0
     if P > 0:
         for i in range(T.shape[0]):
             T[i] = INF
         for i in range(S + 1):
             _set_leaves(rhoC, work, comm, cnt, idle, X, n, K, replacing, pen, curC, diff, T, P, i)
-    fresh: cython.bint
     while steps < max_steps:
         # the best step over all structures, the first one on ties
         d = INF
@@ -1010,17 +1023,12 @@ def polish_classes_kernel(rhoC: cython.const[cython.double][:, ::1], work: cytho
             # ``est`` is the total up to a few ulps of ``total0`` per step, far below
             # 1e-6 of it for any run within max_steps: only a gain that close to the
             # threshold needs the exact sum (O(S), most of the polish time at K = 100,000)
-            g = d - thr
-            if g < 0.0:
-                g = -g
-            if not g > REL_GAIN * 1e-6 * total0:
-                total = 0.0
-                for i in range(S):
-                    total += job_cost(work, comm, i, X[i], n[i])
-                if replacing:
-                    total += restart_loss(pen, diff)
-                est = total
-                thr = -REL_GAIN * total
+            gap = d - thr
+            if gap < 0.0:
+                gap = -gap
+            if not gap > REL_GAIN * 1e-6 * total0:
+                est = _counts_total(work, comm, X, n, replacing, pen, diff)
+                thr = -REL_GAIN * est
             if not d < thr:
                 break
             fresh = False
