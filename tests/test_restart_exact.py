@@ -8,8 +8,9 @@ running job has left (its workers idle in ``current``), with uniform and
 per-worker speeds, some with workers down and size bounds.  Brute force is the
 oracle; a plain-Python brute force and a plain-Python type DP with the keep
 option, both written here from the definition, check it and the DP kernel.
-Results without ``current`` are compared bit for bit with the ones recorded
-before the restart cost existed (``data/restart_exact_baseline.json``).
+Results without ``current`` are compared with the ones recorded before the
+restart cost existed (bit for bit for hetplace's own methods, to a tolerance where a
+third-party solver decides the digits) (``data/restart_exact_baseline.json``).
 
 Run as a script with the pre-restart code on PYTHONPATH to write that file again:
 ``PYTHONPATH=<checkout of ef0bc5d> python tests/test_restart_exact.py --write-baseline``.
@@ -494,11 +495,31 @@ def _write_baseline():
 
 
 @pytest.mark.parametrize("seed", range(N_BASELINE))
-def test_without_current_results_are_bit_identical_to_before(seed):
+def test_without_current_results_are_as_before(seed):
+    """Without ``current``, results are the ones recorded before restart costs existed.
+
+    hetplace's own methods (brute force, the type DP) must give the same bits.  A MILP
+    solver decides the last digits of its bound and, among tied optima, which placement it
+    returns; a solver release or its timing may change either, so the MILP runs are held
+    to the same status, the same optimum (relative ``REL``) and a bound that is still valid
+    and within the check every MILP result passes (``exact._CHECK_REL``) of the optimum.
+    """
     with open(BASELINE, encoding="utf-8") as f:
         before = json.load(f)[str(seed)]
-    now = {name: _record(res) for name, res in _baseline_runs(seed)}
-    assert now == before
+    p = plain(seed)
+    now = dict(_baseline_runs(seed))
+    assert sorted(now) == sorted(before)
+    for name, res in now.items():
+        was = before[name]
+        if not name.startswith("milp-"):
+            assert _record(res) == was, name
+            continue
+        optimum = float.fromhex(was["objective"])
+        assert res.status == was["status"] == "optimal", (name, res.message)
+        assert _close(res.objective, optimum), (name, res.objective, optimum)
+        assert _close(evaluate(p, res.placement.worker_job).mean_jct, optimum), name
+        tol = exact._CHECK_REL[res.solver]
+        assert res.bound <= res.objective * (1 + REL) and _close(res.bound, optimum, tol), (name, res.bound)
 
 
 if __name__ == "__main__":
