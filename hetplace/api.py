@@ -26,8 +26,8 @@ METHODS = {
 
 #: Default latency budget (seconds) of ``method="auto"``.
 AUTO_LATENCY_BUDGET = 0.05
-#: Seconds per type-DP transition, measured with benchmarks/bench_exact.py on the
-#: project's 2-core machine (2.4-4.0 ns per transition, ~2.5 ns on large instances).
+#: Seconds per type-DP transition, measured on the project's 2-core machine (docs/results.md
+#: §5; ``pytest benchmarks/bench_exact.py -k auto_threshold``).
 DP_SECONDS_PER_TRANSITION = 2.5e-9
 
 

@@ -220,7 +220,7 @@ def quick_spec(gavel=None, **overrides):
     """The ``--quick`` preset: K in (8, 16, 32, 64) x S in (2, 4, 8), seed 0, 5 s exact time limit.
 
     Families: gavel, speeds and synthetic with a Gavel table, else synthetic only.
-    Measured at well under 2 minutes on a 2-core machine (docs/bench.md).
+    Its run time on the project's 2-core machine is in docs/bench.md.
     """
     kw = dict(
         families=_FAMILIES if gavel is not None else ("synthetic",),

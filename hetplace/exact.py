@@ -61,19 +61,14 @@ DP_MAX_STATES = 5_000_000
 #: 4 bytes each: 400 MB at the cap) that ``method="dp"`` accepts.
 DP_MAX_TABLE = 100_000_000
 #: ``method="auto"`` uses the DP when its work ``n_jobs * prod_g (m_g+1)(m_g+2)/2``
-#: (transitions) is at most this, i.e. about 5 s of DP.  Measured on the project's
-#: 2-core machine (benchmarks/bench_exact.py, ``test_auto_threshold*``): the DP
-#: costs 2.5-3.5 ns per transition (5.6 ns at 3.5e9, larger tables), so its time is
-#: predictable; the MILP's is not.  On Gavel instances (3 types) the DP won every
-#: measured case: K=96 S=8 (7.8e8 transitions) 1.3 s vs SCIP/HiGHS > 60 s, K=128
-#: S=4 (3.5e9) 20 s vs SCIP 57 s.  On synthetic 5-6 type instances the MILP took
-#: 0.1-0.2 s and beat the DP from ~1e8 transitions (G=6 K=42 S=4: 1.6e9, DP 4 s).
-#: 2e9 caps the DP's cost at a few seconds while keeping it on realistic few-type
-#: clusters where the MILP can take minutes.
+#: (transitions) is at most this, a few seconds of DP.  The DP's time per transition
+#: is predictable, the MILP's time is not; on few-type clusters the DP wins where the
+#: MILP can take minutes (measured in docs/results.md §5;
+#: ``pytest benchmarks/bench_exact.py -k auto_threshold``).
 AUTO_DP_MAX_WORK = 2_000_000_000
-#: Largest ``(n_jobs + 1) ** n_workers`` that ``method="brute"`` accepts: about
-#: 1.5 s at the measured 25-35 ns per assignment (benchmarks/bench_exact.py,
-#: ``test_brute_force``; K=8, S=6 is 5.8e6 assignments in 0.17 s).
+#: Largest ``(n_jobs + 1) ** n_workers`` that ``method="brute"`` accepts: a second or
+#: two of brute force (measured in docs/results.md §5;
+#: ``pytest benchmarks/bench_exact.py -k brute_force``).
 BRUTE_MAX_ASSIGNMENTS = 50_000_000
 #: Most MILP solver threads accepted (the same cap as ``place(method="smp", threads=...)``).
 MAX_THREADS = 1024
@@ -97,10 +92,9 @@ _MAX_SOLVER_SECONDS = 1e9
 #: job's fastest worker: its coefficient 1/x0^2 would exceed 1e6.
 _CUT_X_MIN = 1e-3
 #: Seconds per constraint coefficient that ``Solver.Solve`` spends loading the model
-#: into each solver before the solver's own clock starts (measured with a 1 ms limit
-#: at K=256..1024, S=16..64, per-worker speeds: SCIP 1.2-1.7 us, HiGHS 7.4-8.0 us,
-#: CP-SAT 0.4-0.5 us, plus about 1 us it spends scaling the model to integers after
-#: its clock starts), with some margin; set aside from ``time_limit``.
+#: into each solver before the solver's own clock starts (and, for CP-SAT, scaling it
+#: to integers after), with some margin; set aside from ``time_limit``.  Measured in
+#: docs/results.md §5.
 _SETUP_SECONDS_PER_NONZERO = {"SCIP": 2e-6, "HiGHS": 9e-6, "CP-SAT": 1.5e-6}
 #: Smallest objective coefficient of a job's compute variable (see _build_milp).
 _OBJ_COEF_MIN = 1e-6
@@ -319,7 +313,7 @@ def solve_exact(
     ``t_i`` has a positive cost.  Communication: a size one-hot ``u[i,n]``
     with ``sum_n n u[i,n] = n_i`` prices ``comm_time[i, n]`` (only for jobs
     with a gradient to exchange).  This model alone is exact but its LP
-    relaxation is weak (SCIP: 11 s at K=16, S=4), so valid inequalities
+    relaxation is weak (docs/results.md §5), so valid inequalities
     (ours; not needed for exactness) tighten it: for jobs with communication,
     the aggregate ``X_i`` is split by job size, ``x_in`` in ``[L_n u_in,
     U_n u_in]`` (``L_n``/``U_n``: the ``n`` slowest/fastest workers) with the
@@ -327,7 +321,7 @@ def solve_exact(
     ``t_in >= 2 u_in / X0 - x_in / X0^2`` and ``t_i >= sum_n t_in`` (an outer
     approximation of the convex hull of the disjunction over sizes, so the LP
     no longer prices communication by its chord); other jobs get plain
-    tangents ``t_i >= 2/X0 - X_i/X0^2`` (K=16, S=4: 0.4 s).  Restarts
+    tangents ``t_i >= 2/X0 - X_i/X0^2``.  Restarts
     (docs/model.md §1.4): a binary ``keep_i`` per running job that can keep its
     workers forces its current class counts ``cur_ic`` (``sum_b 2^b z_icb >=
     cur_ic keep_i`` where it runs now, ``n_i <= held_i keep_i + n_max_i (1 -
@@ -337,7 +331,7 @@ def solve_exact(
     normalised per job and the objective by the mean alone-JCT so
     coefficients are O(1).  Gap limits: relative 1e-9, absolute 1e-12.  SCIP
     runs without its aggregation separator and with at most 5 root cut rounds
-    (10x faster on this model, same optima).
+    (faster on this model, same optima: docs/results.md §5).
 
     **CP-SAT** only solves integer programmes: OR-Tools multiplies continuous
     variables by ``mip_var_scaling`` and rounds them.  We set it to 1e6, so
@@ -530,7 +524,7 @@ def _solver_parameters(key, threads, verbose):
     """Solver-specific parameter text: gap limits ~0 (and CP-SAT scaling)."""
     if key == "scip":
         # the aggregation (c-MIR) separator and long root cut loops cost seconds on this
-        # model for no gain (measured: 100 tiny instances 12.9 s -> 1.3 s, Gavel K<=32 2.8x)
+        # model for no gain (measured in docs/results.md §5)
         return (
             f"limits/gap = {_REL_GAP}\nlimits/absgap = {_ABS_GAP}\n"
             "separating/aggregation/freq = -1\nseparating/maxroundsroot = 5\n"

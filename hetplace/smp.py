@@ -23,8 +23,8 @@ type and speed) are interchangeable, so steps 2-3 can work on the count matrix
 ``cnt[i, c]`` instead of single workers (:mod:`hetplace._core._market`):
 the market searches over the C classes instead of the S jobs, and a polish
 step costs O(S C^2) instead of O((S C)^2).  :func:`class_modes` picks the
-level from (S, K, C); a dedicated Gavel cluster (C = 3) at K = 4096, S = 256
-decides in about 0.2 s this way instead of 40 s.  When per-worker speeds give
+level from (S, K, C); this is what makes thousands of GPUs fast (docs/results.md
+§3, ``pytest benchmarks/bench_smp.py -k scale -s``).  When per-worker speeds give
 more than ``speed_buckets`` classes per type and ``K * S > BUCKET_MIN_SIZE``,
 the search runs on ``speed_buckets`` equal-size speed buckets per type
 (approximate values), every result is then scored with the true speeds and the polished
@@ -50,7 +50,7 @@ __all__ = [
 
 BACKENDS = ("auto", "cython", "numba", "python")
 
-#: Defaults of ``place(..., method="smp")``; see the README for the measurement behind them.
+#: Defaults of ``place(..., method="smp")``; docs/results.md §1 has the measurement behind them.
 SMP_DEFAULTS = dict(
     samples=64,
     sampling="uniform",
@@ -74,7 +74,7 @@ BUCKET_MIN_SIZE = 16_384
 
 
 #: Up to this many cells S (K + 1), SMP reads the dense ``Problem.size_cost`` (8 MiB at
-#: most); above, ``Problem.size_cost_spec`` (K = 1,024, S = 64: the polish 25 % faster).
+#: most); above, ``Problem.size_cost_spec``, on which the polish is faster (docs/results.md §4).
 DENSE_COST_CELLS = 2**20
 
 
@@ -364,7 +364,7 @@ def _run(problem, cats, opts, extra=None):
     N = cats.shape[0]
     rhoC, mc, class_of, members, cls_start = worker_classes(problem)
     C = mc.size
-    G = int(np.count_nonzero(problem.type_counts))  # types present (np.unique would import numpy.ma: 70 ms cold)
+    G = int(np.count_nonzero(problem.type_counts))  # types present (np.unique would import numpy.ma: docs/results.md §2)
     approx = opts["speed_buckets"] is not None and K * S > BUCKET_MIN_SIZE and C > G * opts["speed_buckets"]
     replacing = problem.replacing
     if replacing:
@@ -514,9 +514,9 @@ def _rows_to_polish(out_wj, out_total, top):
 
 #: Below this many ``samples * K * S``, a decision runs on one thread unless ``threads``
 #: says otherwise: its parallel regions are too short to pay for waking threads, and
-#: on a machine whose cores are busy they cost 30-170x (K = 64, S = 8: 24-48 ms with
-#: 2 threads against 0.3-0.8 ms serial).  At K = 4096, S = 256 (2**26) and above, the
-#: cores pay off on an idle machine (benchmarks/bench_smp.py, latency group).
+#: on a machine whose cores are busy they cost many times the serial decision.  At
+#: K = 4096, S = 256 (2**26) and above, the cores pay off on an idle machine (measured in
+#: docs/results.md §2; ``pytest benchmarks/bench_latency.py -s``).
 PARALLEL_MIN_WORK = 2**26
 
 

@@ -82,7 +82,7 @@ EXP_CLIP = cython.declare(cython.double, 20.0)
 # ------------------------------------------------------------------ counter-based RNG
 # The constants of the hot loops are written as calls of _u64, which the C compiler
 # and LLVM fold into immediates: as declared module constants they were loads from
-# memory and made 10**5 Cython draws 40 % slower (benchmarks/bench_categories.py).
+# memory and made the Cython draws slower (docs/results.md §4; benchmarks/bench_categories.py).
 
 
 @cython.cfunc

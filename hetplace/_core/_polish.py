@@ -1102,8 +1102,8 @@ def _polish_rows_classes_kernel(rhoC: cython.const[cython.double][:, ::1], work:
 #: Most float64 cells of the polish trees of one call (all rows): 256 MiB.  Above,
 #: the class polish scans instead (many classes: C (C + 1) trees per row).
 TREE_CELLS = 2**25
-#: Fewest jobs for the trees: below, a scan in O(S C^2) per step is faster (S = 64: the
-#: scan 0.18 ms, the trees 0.26 ms; S = 128: 0.79 and 0.53 ms; Cython, one row).
+#: Fewest jobs for the trees: below, a scan in O(S C^2) per step is faster (measured in
+#: docs/results.md §4).
 TREE_MIN_JOBS = 128
 
 

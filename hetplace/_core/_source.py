@@ -11,7 +11,7 @@ name (``backend="cython"``).  :func:`load` runs the same file two more ways:
     ``@cython.ccall`` is replaced by ``numba.njit(**JIT, _nrt=False)`` of itself
     (``parallel=True`` when its body calls ``prange``; ``inline="always"``
     when it is ``@cython.inline``: inlined in Numba's IR, which made the class
-    polish 25 % faster than calls to it; ``_nrt=False``: no reference counting,
+    polish faster than calls to it; ``_nrt=False``: no reference counting,
     as kernels never allocate), so calls between kernels resolve to the
     compiled ones.  Numba's ``prange`` takes no
     options, so ``prange(n, nogil=True, ...)`` is compiled as ``prange(n)``.
@@ -219,8 +219,8 @@ def _with_serial(numba, fn, parallel, options):
     """A ``prange`` kernel that runs its serial compilation when Numba has one thread.
 
     On one thread the parallel compilation still goes through Numba's threading
-    layer, which on a machine whose cores are busy costs 10x at K = 64
-    (benchmarks/bench_latency.py); ``hetplace.smp`` sets the thread count per
+    layer, which on a machine whose cores are busy costs many times the serial
+    time (docs/results.md §2); ``hetplace.smp`` sets the thread count per
     decision.  The serial copy gets its own name, so its own cache file.
     Kernels with ``prange`` are drivers called from Python, so a Python
     dispatcher in front of them is fine.
@@ -285,7 +285,7 @@ def load(name, backend):
         for fname, (par, inline) in kernels.items():
             # _nrt=False: no reference counting of the arrays a kernel passes to the kernels it
             # calls.  Kernels never allocate (the rule above; Numba refuses to compile one that
-            # does without its runtime), and the counting cost the class polish 8x at K = 1,024
+            # does without its runtime), and the counting slowed the class polish (docs/results.md §4)
             # (atomic increments the inlined helpers' array arguments could not be pruned of)
             options = dict(JIT, parallel=True, _nrt=False) if par else dict(JIT, _nrt=False)
             if inline:

@@ -561,7 +561,7 @@ class LoadBalancer:
         B, samples per iteration, in [1, 2**53]; the sizes always sum to it.
     n_workers : int
         Number of workers n, in [1, MAX_WORKERS] (1,000,000).  Memory and
-        time per :meth:`observe` are linear in n (about 0.1 s at n = 20,000).
+        time per :meth:`observe` are linear in n (measured in docs/balance.md).
     policy : {"cpu", "gpu", "fl", "bsp", "static", "naive"}, default "cpu"
         ``"bsp"``: equal sizes (the baseline).  ``"static"``: proportional to
         the first measured speeds, then fixed.  ``"naive"``: proportional to
