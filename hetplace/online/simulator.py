@@ -329,7 +329,7 @@ def simulate(trace, cluster, policy, round_s=360, restart="none", table=None, me
     exact moment its steps run out (its GPUs stay idle for the rest of the
     round).  docs/online.md §3.
     """
-    from . import make_policy
+    from .policies import make_policy
     from .result import SimulationResult
 
     table, cluster, round_s = _setup_iv(table, cluster, round_s)
@@ -348,7 +348,7 @@ def simulate(trace, cluster, policy, round_s=360, restart="none", table=None, me
         )
     _reset(policy, seed)
 
-    from ..bench import _Progress
+    from .._executors import _Progress
 
     target = [j for j in jobs if window is None or window[0] <= j.job_id < window[1]]
     bar = _Progress(len(target), bool(progress), desc=f"simulate {_policy_name(policy)}", unit="job")
