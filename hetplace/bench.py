@@ -45,8 +45,10 @@ from ._executors import (  # re-exported: hetplace.bench is their documented hom
     _Progress,
     make_executor,
 )
+from .api import METHODS
 from .data import gavel_path as _gavel_path
 from .errors import InvalidOptionError, MissingDependencyError
+from .instances import FAMILIES as _FAMILIES
 from .problem import MAX_WORKERS
 
 __all__ = [
@@ -66,8 +68,10 @@ __all__ = [
     "EXECUTORS",
 ]
 
-#: Methods a sweep runs by default (every method of :func:`hetplace.place`).
-ALL_METHODS = ("equal", "random", "greedy", "smp", "auto", "exact")
+#: Methods a sweep runs by default: every method of :func:`hetplace.place` (:data:`hetplace.api.METHODS`)
+#: but the re-placement baseline ``"keep-greedy"`` (the sweep's instances run no jobs, so it is
+#: ``"greedy"``), in table order: the baselines, then ``"smp"``, ``"auto"`` and the exact reference last.
+ALL_METHODS = tuple(sorted((m for m in METHODS if m != "keep-greedy"), key=lambda m: (m == "exact", m == "auto", m == "smp")))
 #: Gavel table used when none is given: the one shipped with hetplace (:func:`hetplace.data.gavel_path`).
 DEFAULT_GAVEL = _gavel_path()
 
@@ -80,7 +84,6 @@ COLUMNS = (
 #: Columns that depend on the machine's load (all others are deterministic).
 TIMING_COLUMNS = ("wall_time", "ref_wall_time")
 
-_FAMILIES = ("gavel", "speeds", "synthetic")
 _NEEDS_GAVEL = ("gavel", "speeds")
 
 
@@ -161,7 +164,6 @@ class SweepSpec:
     smp_options: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        from .api import METHODS
         from .exact import METHODS as EXACT_METHODS, SOLVERS
 
         set_ = object.__setattr__

@@ -40,6 +40,7 @@ import time
 
 import numpy as np
 
+from ._core._registry import BACKEND_CHOICES as BACKENDS  # re-exported: the backend= choices
 from ._validation import check_choice, check_positive_int
 from .errors import InvalidOptionError
 
@@ -48,7 +49,6 @@ __all__ = [
     "PARALLEL_MIN_WORK", "available_threads", "thread_count",
 ]
 
-BACKENDS = ("auto", "cython", "numba", "python")
 
 #: Defaults of ``place(..., method="smp")``; see the README for the measurement behind them.
 SMP_DEFAULTS = dict(

@@ -19,10 +19,14 @@ not available -- the one error and message for that case.
 import importlib
 import types
 
-__all__ = ["BACKENDS", "KERNEL_NAMES", "kernels", "resolve", "unavailable"]
+__all__ = ["BACKENDS", "BACKEND_CHOICES", "KERNEL_NAMES", "kernels", "resolve", "unavailable"]
 
 #: Every backend, in the order "auto" tries them.
 BACKENDS = ("cython", "numba", "python")
+#: What a ``backend=`` option accepts (SMP, the matching, the categories, the CLI): ``"auto"``, then
+#: :data:`BACKENDS`.  The one definition; ``hetplace.smp.BACKENDS`` and ``hetplace.matching.BACKENDS``
+#: re-export it.
+BACKEND_CHOICES = ("auto",) + BACKENDS
 
 #: Single-source modules, and the kernels each gives every backend.
 _SINGLE_SOURCE = {
