@@ -547,9 +547,9 @@ def available_threads(backend):
         from ._core import _registry
 
         _registry.kernels("cython")  # raises the registry's error when an extension is missing
-        from ._core import _smp
+        from ._core import _openmp
 
-        return max(1, min(n, _smp.max_threads()))
+        return max(1, min(n, _openmp.max_threads()))
     import numba
 
     n = min(n, numba.get_num_threads())

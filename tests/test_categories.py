@@ -243,7 +243,7 @@ def test_unrank_kernel_callable_from_njit_prange():
 
 @needs_cython
 def test_cython_kernels_can_be_cimported(tmp_path):
-    """The lead's _smp.pyx cimports these; compile a tiny module that does the same."""
+    """Cython kernels may cimport these (_categories.pxd); compile a tiny module that does the same."""
     pytest.importorskip("Cython")
     import hetplace
 

@@ -39,9 +39,9 @@ _SINGLE_SOURCE = {
                     "sample_uniform_reservoir", "sample_uniform_direct", "sample_weighted_enum",
                     "sample_weighted_perturb"),
 }
-#: Cython-only extensions the compiled backend also needs: ``_smp`` holds OpenMP's thread
+#: Cython-only extensions the compiled backend also needs: ``_openmp`` holds OpenMP's thread
 #: limit (``max_threads``), which Cython's pure-Python mode cannot reach portably.
-_CYTHON_EXTRAS = ("_smp",)
+_CYTHON_EXTRAS = ("_openmp",)
 
 #: The names every ``kernels(backend)`` namespace has.
 KERNEL_NAMES = tuple(k for names in _SINGLE_SOURCE.values() for k in names)
