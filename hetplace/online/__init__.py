@@ -6,8 +6,9 @@ gavel_trace, read_trace, write_trace, Job
     Job traces (Gavel's generator recipe, Gavel's .trace files).
 ProgressModel
     How fast a job runs on an allocation, and what a restart costs.
-simulate, ClusterState, JobState, SimulationResult
-    The simulator, what a policy sees, what it returns.
+simulate, ClusterState, JobState, OnlineResult
+    The simulator, what a policy sees, what it returns (``SimulationResult``, its old name, is a
+    deprecated alias).
 lower_bound, LowerBound
     Each job alone on its fastest allocation: a bound below every policy's JCT.
 make_policy, policy_names, POLICIES
@@ -17,15 +18,17 @@ make_policy, policy_names, POLICIES
 docs/online.md describes the model and the policy interface.
 """
 
+from .._deprecated import renamed
 from .bounds import LowerBound, lower_bound
 from .policies import POLICIES, make_policy, policy_names
 from .progress import ProgressModel
-from .result import SimulationResult
+from .result import OnlineResult
 from .simulator import ClusterState, JobState, parse_cluster, simulate
 from .trace import Job, gavel_trace, read_trace, write_trace
 
 __all__ = [
     "Job", "gavel_trace", "read_trace", "write_trace", "ProgressModel", "simulate", "ClusterState", "JobState",
-    "SimulationResult", "make_policy", "policy_names", "POLICIES", "parse_cluster", "lower_bound", "LowerBound",
+    "OnlineResult", "make_policy", "policy_names", "POLICIES", "parse_cluster", "lower_bound", "LowerBound",
 ]
 
+__getattr__ = renamed(__name__, {"SimulationResult": "OnlineResult"})  # the old name, deprecated

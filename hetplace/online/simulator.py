@@ -311,7 +311,7 @@ def simulate(trace, cluster, policy, round_s=360, restart="none", table=None, me
 
     Returns
     -------
-    SimulationResult
+    OnlineResult
 
     Raises
     ------
@@ -330,7 +330,7 @@ def simulate(trace, cluster, policy, round_s=360, restart="none", table=None, me
     round).  docs/online.md §3.
     """
     from .policies import make_policy
-    from .result import SimulationResult
+    from .result import OnlineResult
 
     table, cluster, round_s = _setup_iv(table, cluster, round_s)
     seed = check_seed(seed)
@@ -434,7 +434,7 @@ def simulate(trace, cluster, policy, round_s=360, restart="none", table=None, me
             rnd += 1
     finally:
         bar.close()
-    return SimulationResult(
+    return OnlineResult(
         runs=[runs[j.job_id] for j in jobs], cluster=cluster, policy=_policy_name(policy), round_s=round_s,
         restart=restart, window=window, rounds={k: np.asarray(v) for k, v in rounds.items()}, status=status,
         progress=model, seed=seed,
