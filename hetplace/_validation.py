@@ -16,8 +16,18 @@ __all__ = [
 
 
 def check_choice(name, value, choices):
-    """Return ``value`` (lower-cased when a string) if it is one of ``choices``, else raise."""
-    key = value.lower() if isinstance(value, str) else value
+    """``value`` lower-cased, if it is one of the (lower-case string) ``choices``; else raise.
+
+    The one rule for every closed-set option of the package (methods, backends, forms, policies,
+    ...): choices are case-insensitive strings (``"Cython"`` is ``"cython"``), and the canonical
+    lower-case spelling is returned.  Anything but a string (None, a number, an array) is invalid.
+
+    Raises
+    ------
+    InvalidOptionError
+        ``"<name>=<value> is not valid; choose one of <choices>."``
+    """
+    key = value.lower() if isinstance(value, str) else None
     if key not in choices:
         raise InvalidOptionError(
             f"{name}={value!r} is not valid; choose one of {', '.join(repr(c) for c in choices)}."
@@ -25,10 +35,16 @@ def check_choice(name, value, choices):
     return key
 
 
-def check_seed(seed):
-    """``None`` or an integer in [0, 2**64); returns it as a Python int or None."""
+def check_seed(seed, entropy=False):
+    """``None`` or an integer in [0, 2**64); returns it as a Python int, or None.
+
+    The one seed rule of the package: a seed is None (unseeded) or an integer in [0, 2**64)
+    (Python or numpy, not a bool).  ``None`` is returned as None, for callers that hand it on to
+    numpy or keep it as "unseeded"; with ``entropy=True`` (callers whose kernels need an integer
+    seed, e.g. the category samplers) it becomes a fresh 64-bit seed drawn from OS entropy.
+    """
     if seed is None:
-        return None
+        return int(np.random.SeedSequence().entropy) & (2**64 - 1) if entropy else None
     if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Integral):
         raise InvalidOptionError(f"seed must be None or a non-negative integer; got {seed!r}.")
     seed = int(seed)
@@ -37,14 +53,17 @@ def check_seed(seed):
     return seed
 
 
-def check_positive_int(name, value, allow_none=True, maximum=None):
-    """``value`` as a positive int (or None when allowed)."""
+def check_positive_int(name, value, allow_none=True, maximum=None, fix=""):
+    """``value`` as a positive int (or None when allowed); ``fix``, when given, ends the message."""
+    tail = f" {fix}" if fix else ""
     if value is None and allow_none:
         return None
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or value < 1:
-        raise InvalidOptionError(f"{name} must be a positive integer{' or None' if allow_none else ''}; got {value!r}.")
+        raise InvalidOptionError(
+            f"{name} must be a positive integer{' or None' if allow_none else ''}; got {value!r}.{tail}"
+        )
     if maximum is not None and value > maximum:
-        raise InvalidOptionError(f"{name} must be at most {maximum}; got {value!r}.")
+        raise InvalidOptionError(f"{name} must be at most {maximum}; got {value!r}.{tail}")
     return int(value)
 
 

@@ -44,7 +44,8 @@ import numbers
 
 import numpy as np
 
-from ._validation import exact_int_sum
+from ._core._registry import BACKEND_CHOICES
+from ._validation import check_choice, check_positive_int, check_seed, exact_int_sum
 from .errors import (
     InvalidOptionError,
     InvalidProblemError,
@@ -96,9 +97,7 @@ RANK_WORK_MAX = 1 << 23
 MEMORY_MAX = 1 << 32
 
 _INT64_MAX = (1 << 63) - 1
-_MASK64 = (1 << 64) - 1
 _MAX_WORKERS = 1 << 62
-_BACKENDS = ("auto", "python", "numba", "cython")
 _METHODS = ("uniform", "weighted")
 _SPREAD_RANGE = (1e-3, 1e3)
 
@@ -159,38 +158,11 @@ def _check_exact(exact):
     return bool(exact)
 
 
-def _check_choice(value, name, choices):
-    if not isinstance(value, str) or value not in choices:
-        raise InvalidOptionError(
-            f"{name} must be one of {', '.join(repr(c) for c in choices)}; got {value!r}."
-        )
-    return value
-
-
-def _check_positive_int(value, name, fix):
-    if not _is_int(value) or int(value) < 1:
-        raise InvalidOptionError(f"{name} must be an integer >= 1; got {value!r}. {fix}")
-    return int(value)
-
-
-def _check_seed(seed):
-    """Return a seed in [0, 2**64); ``None`` draws one from fresh OS entropy."""
-    if seed is None:
-        return int(np.random.SeedSequence().entropy) & _MASK64
-    if not _is_int(seed) or not 0 <= int(seed) < 1 << 64:
-        raise InvalidOptionError(
-            f"seed must be None or an integer in [0, 2**64); got {seed!r}. "
-            "Pass e.g. seed=0 for reproducible results."
-        )
-    return int(seed)
-
-
 def _backend(backend):
     """Resolve ``backend`` to ``(name, kernels)`` by the backend registry (:func:`hetplace._core._registry.resolve`)."""
     from ._core import _registry
 
-    _check_choice(backend, "backend", _BACKENDS)
-    return _registry.resolve(backend)
+    return _registry.resolve(check_choice("backend", backend, BACKEND_CHOICES))
 
 
 def _exact_kernels():
@@ -531,7 +503,7 @@ def enumerate_categories(n_workers: int, n_jobs: int, exact: bool = True, backen
     """
     K, S = _check_dims(n_workers, n_jobs)
     exact = _check_exact(exact)
-    limit = _check_positive_int(limit, "limit", "Pass the largest number of rows you accept.")
+    limit = check_positive_int("limit", limit, allow_none=False, fix="Pass the largest number of rows you accept.")
     _, mod = _backend(backend)
     C = _count_capped(K, S, exact, limit)
     if C > limit:
@@ -731,10 +703,10 @@ def sample_categories(
     [[1, 3], [2, 2], [3, 1]]
     """
     K, S = _check_dims(n_workers, n_jobs)
-    N = _check_positive_int(n_samples, "n_samples", "Pass how many categories to draw.")
-    seed = _check_seed(seed)
+    N = check_positive_int("n_samples", n_samples, allow_none=False, fix="Pass how many categories to draw.")
+    seed = check_seed(seed, entropy=True)  # None: a fresh seed from OS entropy (the kernels take an integer)
     exact = _check_exact(exact)
-    method = _check_choice(method, "method", _METHODS)
+    method = check_choice("method", method, _METHODS)
     if method == "uniform":
         if centre is not None:
             raise InvalidOptionError(

@@ -54,9 +54,13 @@ def _positive_int(text):
 
 
 def _build_parser():
+    from ._core._registry import BACKEND_CHOICES
     from .api import METHODS
     from .bench import ALL_METHODS, DEFAULT_GAVEL, EXECUTORS
     from .data import example_path
+    from .exact import SOLVER_NAMES
+    from .instances import FAMILIES
+    from .online.trace import JOB_TABLES
 
     methods = sorted(METHODS)
     parser = argparse.ArgumentParser(
@@ -101,7 +105,7 @@ def _build_parser():
     b.add_argument("--quick", action="store_true",
                    help="small preset (K 8 16 32 64, S 2 4 8, seed 0, exact time limit 5 s): under 2 minutes on 2 cores")
     b.add_argument("--out", default="bench-out", metavar="DIR", help="output folder (default: bench-out)")
-    b.add_argument("--families", nargs="+", choices=("gavel", "speeds", "synthetic"),
+    b.add_argument("--families", nargs="+", choices=FAMILIES,
                    help="instance families (default: all; synthetic only without a Gavel table)")
     b.add_argument("--K", nargs="+", type=_positive_int, metavar="K", help="worker counts (default 8 16 32 64)")
     b.add_argument("--S", nargs="+", type=_positive_int, metavar="S", help="job counts (default 2 4 8 16); S > K skipped")
@@ -111,9 +115,9 @@ def _build_parser():
                    help=f"Gavel-format throughputs.json (default: the table shipped with hetplace, {DEFAULT_GAVEL})")
     b.add_argument("--exact-time-limit", type=_time_limit, default=argparse.SUPPRESS, metavar="SECONDS",
                    help="time limit of the exact reference per instance (default 60, quick 5; 'none': no limit)")
-    b.add_argument("--exact-solver", default="scip", choices=("scip", "cp-sat", "highs"), help="MILP solver (default scip)")
+    b.add_argument("--exact-solver", default="scip", choices=SOLVER_NAMES, help="MILP solver (default scip)")
     b.add_argument("--samples", type=_positive_int, help="samples of method smp (default: its own)")
-    b.add_argument("--backend", choices=("auto", "cython", "numba", "python"), help="backend of method smp")
+    b.add_argument("--backend", choices=BACKEND_CHOICES, help="backend of method smp")
     b.add_argument("--workers", type=_positive_int, help="parallel worker processes (default: CPU count)")
     b.add_argument("--executor", default="process", choices=EXECUTORS,
                    help="process: local process pool (default); serial: in this process; "
@@ -137,7 +141,7 @@ def _build_parser():
     sim.add_argument("--cluster", default="v100=36,p100=36,k80=36", metavar="TYPE=N,...",
                      help="GPU counts per type (default v100=36,p100=36,k80=36)")
     sim.add_argument("--multi-gpu", action="store_true", help="scale factors 1/2/4/8 (0.7/0.1/0.15/0.05)")
-    sim.add_argument("--job-table", default="current", choices=("current", "figures"),
+    sim.add_argument("--job-table", default="current", choices=JOB_TABLES,
                      help="order of Gavel's job table the trace draws from: its repository's today (default) or the "
                           "one its published figures were made with")
     sim.add_argument("--restart", default="none", metavar="none|SECONDS|FILE.json",

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ._files import _input_path, _read_json  # the readers' file helpers: regular files only, size cap, UTF-8, depth
 from ._validation import check_choice
 from .errors import InvalidProblemError
 from .problem import Problem
@@ -200,8 +201,6 @@ def load_gavel(path: "str | os.PathLike[str] | None" = None) -> GavelTable:
         every GPU type (``*_unconsolidated`` too) and GPU count for
         :meth:`GavelTable.steps_per_second`.
     """
-    from .io import _input_path, _read_json  # the readers' file helpers: regular files only, size cap, UTF-8, depth
-
     path = gavel_path() if path is None else _input_path(path, "Gavel throughput file")
     raw = _read_json(path, "Gavel throughput file", "a Gavel-format throughputs.json")
     if not isinstance(raw, dict) or not raw:

@@ -39,6 +39,7 @@ __all__ = [
     "dp_size",
     "METHODS",
     "SOLVERS",
+    "SOLVER_NAMES",
     "DP_MAX_STATES",
     "DP_MAX_TABLE",
     "AUTO_DP_MAX_WORK",
@@ -53,6 +54,8 @@ SOLVERS = {
     "cpsat": ("CP_SAT", "CP-SAT"),
     "highs": ("HIGHS", "HiGHS"),
 }
+#: The MILP solvers by their own names (:data:`SOLVERS` without its alias ``"cpsat"``), as the CLI offers them.
+SOLVER_NAMES = tuple(dict.fromkeys(name.lower() for _, name in SOLVERS.values()))
 
 #: Largest DP state space ``prod(type_counts + 1)`` that ``method="dp"`` accepts
 #: (two float64 value arrays of this length).
@@ -167,6 +170,14 @@ class ExactResult(Result):
 
 
 # ---------------------------------------------------------------- validation
+def _solver_choices():
+    """``"'scip', 'cp-sat' (or 'cpsat'), 'highs'"``: :data:`SOLVER_NAMES`, each with its aliases in :data:`SOLVERS`."""
+    return ", ".join(
+        repr(name) + "".join(f" (or {alias!r})" for alias in SOLVERS if alias != name and SOLVERS[alias] == SOLVERS[name])
+        for name in SOLVER_NAMES
+    )
+
+
 def _solve_exact_iv(problem, method, solver, time_limit, threads, verbose):
     """Validate the arguments of :func:`solve_exact`; return canonical values."""
     if not isinstance(problem, Problem):
@@ -180,10 +191,7 @@ def _solve_exact_iv(problem, method, solver, time_limit, threads, verbose):
         )
     method = method.strip().lower()
     if not isinstance(solver, str) or solver.strip().lower() not in SOLVERS:
-        raise InvalidOptionError(
-            f"solver must be one of 'scip', 'cp-sat' (or 'cpsat'), 'highs' (case-insensitive); "
-            f"got {solver!r}."
-        )
+        raise InvalidOptionError(f"solver must be one of {_solver_choices()} (case-insensitive); got {solver!r}.")
     solver = "cp-sat" if solver.strip().lower() == "cpsat" else solver.strip().lower()
     time_limit = check_time_limit(time_limit)  # numpy numbers welcome; 1e300 is clamped later
     if threads is not None:

@@ -25,6 +25,7 @@ import numbers
 
 import numpy as np
 
+from ._core._registry import BACKEND_CHOICES as BACKENDS  # re-exported: the backend= choices
 from ._result import Result
 from ._validation import as_real_array, check_choice, check_real_range, exact_int_sum, float64_copy
 from .errors import (
@@ -49,7 +50,6 @@ __all__ = [
 ]
 
 FORMS = ("price", "ordinal")
-BACKENDS = ("auto", "cython", "numba", "python")
 #: Largest accepted magnitude of an allowed value (rescale larger values:
 #: only differences matter to the price form, only the order to the ordinal one).
 #: Values are only compared, added and subtracted (no division), so tiny values,

@@ -40,6 +40,7 @@ import time
 
 import numpy as np
 
+from ._core._registry import BACKEND_CHOICES as BACKENDS  # re-exported: the backend= choices
 from ._validation import check_choice, check_positive_int
 from .errors import InvalidOptionError
 
@@ -48,7 +49,6 @@ __all__ = [
     "PARALLEL_MIN_WORK", "available_threads", "thread_count",
 ]
 
-BACKENDS = ("auto", "cython", "numba", "python")
 
 #: Defaults of ``place(..., method="smp")``; docs/results.md §1 has the measurement behind them.
 SMP_DEFAULTS = dict(
@@ -547,9 +547,9 @@ def available_threads(backend):
         from ._core import _registry
 
         _registry.kernels("cython")  # raises the registry's error when an extension is missing
-        from ._core import _smp
+        from ._core import _openmp
 
-        return max(1, min(n, _smp.max_threads()))
+        return max(1, min(n, _openmp.max_threads()))
     import numba
 
     n = min(n, numba.get_num_threads())

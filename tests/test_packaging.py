@@ -126,10 +126,10 @@ def test_bench_from_outside_the_repository_runs_all_three_families(tmp_path, mon
 # ---------------------------------------------------------------- compiled backend missing
 @pytest.fixture
 def no_compiled_smp(monkeypatch):
-    """hetplace._core._smp cannot be imported (as in a source tree without built extensions)."""
-    monkeypatch.setitem(__import__("sys").modules, "hetplace._core._smp", None)
-    # once imported, the submodule is also an attribute of the package, which `from ._core import _smp` finds first
-    monkeypatch.delattr(core, "_smp", raising=False)
+    """hetplace._core._openmp cannot be imported (as in a source tree without built extensions)."""
+    monkeypatch.setitem(__import__("sys").modules, "hetplace._core._openmp", None)
+    # once imported, the submodule is also an attribute of the package, which `from ._core import _openmp` finds first
+    monkeypatch.delattr(core, "_openmp", raising=False)
     monkeypatch.setattr(core, "_warned", False)
 
 
@@ -147,7 +147,7 @@ def test_missing_compiled_kernels_warn_once_naming_the_path_and_fix(no_compiled_
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         with pytest.raises(InvalidOptionError, match=r"backend='cython' needs the compiled extension "
-                           r"hetplace\._core\._smp, .*pip install -e \..*; or pass backend='numba'\."):
+                           r"hetplace\._core\._openmp, .*pip install -e \..*; or pass backend='numba'\."):
             resolve_backend("cython")
 
 
@@ -170,12 +170,12 @@ def test_brute_force_without_its_extension_says_how_to_build_it(monkeypatch):
 
 
 def test_installed_compiled_kernels_elsewhere_are_found(monkeypatch, tmp_path):
-    so = tmp_path / "hetplace" / "_core" / "_smp.cpython-311-x86_64-linux-gnu.so"
+    so = tmp_path / "hetplace" / "_core" / "_openmp.cpython-311-x86_64-linux-gnu.so"
     so.parent.mkdir(parents=True)
     so.write_bytes(b"")
 
     class Dist:
-        files = [metadata.PackagePath("hetplace/_core/_smp.cpython-311-x86_64-linux-gnu.so"),
+        files = [metadata.PackagePath("hetplace/_core/_openmp.cpython-311-x86_64-linux-gnu.so"),
                  metadata.PackagePath("hetplace/__init__.py")]
 
         @staticmethod
@@ -183,7 +183,7 @@ def test_installed_compiled_kernels_elsewhere_are_found(monkeypatch, tmp_path):
             return tmp_path / f
 
     class Clone:  # the clone's own egg-info, found first from its root, lists no compiled files
-        files = [metadata.PackagePath("hetplace/_core/_smp.pyx")]
+        files = [metadata.PackagePath("hetplace/_core/_openmp.pyx")]
 
         @staticmethod
         def locate_file(f):

@@ -215,15 +215,15 @@ def test_omp_num_threads_caps_the_default_threads(backend):
 
 
 def test_available_threads_without_compiled_kernels_raises_the_fix(monkeypatch):
-    # used to raise a bare ImportError ("No module named hetplace._core._smp") from a fresh clone
+    # used to raise a bare ImportError ("No module named hetplace._core._smp", now _openmp) from a fresh clone
     import sys
 
     from hetplace import _core
     from hetplace.smp import available_threads
 
-    monkeypatch.delattr(_core, "_smp", raising=False)
-    monkeypatch.setitem(sys.modules, "hetplace._core._smp", None)  # the import fails as if not built
-    with pytest.raises(InvalidOptionError, match=r"backend='cython' needs .*_core\._smp.*build_ext --inplace"):
+    monkeypatch.delattr(_core, "_openmp", raising=False)
+    monkeypatch.setitem(sys.modules, "hetplace._core._openmp", None)  # the import fails as if not built
+    with pytest.raises(InvalidOptionError, match=r"backend='cython' needs .*_core\._openmp.*build_ext --inplace"):
         available_threads("cython")
     assert available_threads("numba") >= 1
 

@@ -53,7 +53,7 @@ def missing_compiled_message(name, error=None, what=None, instead="pass backend=
     Parameters
     ----------
     name : str
-        Module name inside ``hetplace._core``, e.g. ``"_smp"``.
+        Module name inside ``hetplace._core``, e.g. ``"_openmp"``.
     error : ImportError, optional
         The import error, quoted in the message.
     what : str, optional
@@ -99,7 +99,7 @@ def warn_missing_compiled(name, error=None):
     Parameters
     ----------
     name : str
-        Module name inside ``hetplace._core``, e.g. ``"_smp"``.
+        Module name inside ``hetplace._core``, e.g. ``"_openmp"``.
     error : ImportError, optional
         The import error, quoted in the message.
 

@@ -1,8 +1,9 @@
 """The backend registry: the same set of kernels for every backend, in one place.
 
-``kernels(backend)`` returns a namespace with the same names for each of
-:data:`BACKENDS`; the public modules call kernels through it instead of
-importing a module per backend.  A single-source kernel module (see
+``kernels(backend)`` returns a :class:`Kernels` record, one explicitly named
+field per kernel, for each of :data:`BACKENDS`; the public modules call kernels
+through it (``k.market_category_kernel(...)``) instead of importing a module
+per backend.  A single-source kernel module (see
 :mod:`hetplace._core._source`) appears as the extension ``cythonize`` built
 (``"cython"``), compiled by Numba (``"numba"``) or as plain Python
 (``"python"``).
@@ -17,30 +18,69 @@ not available -- the one error and message for that case.
 """
 
 import importlib
-import types
+from dataclasses import dataclass, fields
+from typing import Callable
 
-__all__ = ["BACKENDS", "KERNEL_NAMES", "kernels", "resolve", "unavailable"]
+__all__ = ["BACKENDS", "BACKEND_CHOICES", "KERNEL_NAMES", "Kernels", "kernels", "resolve", "unavailable"]
 
 #: Every backend, in the order "auto" tries them.
 BACKENDS = ("cython", "numba", "python")
+#: What a ``backend=`` option accepts (SMP, the matching, the categories, the CLI): ``"auto"``, then
+#: :data:`BACKENDS`.  The one definition; ``hetplace.smp.BACKENDS`` and ``hetplace.matching.BACKENDS``
+#: re-export it.
+BACKEND_CHOICES = ("auto",) + BACKENDS
 
-#: Single-source modules, and the kernels each gives every backend.
-_SINGLE_SOURCE = {
-    "_polish": ("polish", "polish_rows", "polish_classes", "polish_rows_classes", "keep_rows", "expand_keep"),
-    "_ordinal": ("ordinal_match",),
-    "_market": ("FORM_PRICE", "FORM_ORDINAL", "auction_workspace_size", "market_workspace_size",
-                "class_market_workspace_size", "auction_kernel", "ordinal_preferences", "market_category_kernel",
-                "class_market_kernel", "run_samples", "run_samples_classes"),
-    "_categories": ("rank_category", "unrank_category", "unrank_categories", "enumerate_categories",
-                    "sample_uniform_reservoir", "sample_uniform_direct", "sample_weighted_enum",
-                    "sample_weighted_perturb"),
-}
-#: Cython-only extensions the compiled backend also needs: ``_smp`` holds OpenMP's thread
+#: Single-source modules (hetplace/_core/<name>.py), each a source of :class:`Kernels` fields.
+_SINGLE_SOURCE = ("_polish", "_ordinal", "_market", "_categories")
+#: Cython-only extensions the compiled backend also needs: ``_openmp`` holds OpenMP's thread
 #: limit (``max_threads``), which Cython's pure-Python mode cannot reach portably.
-_CYTHON_EXTRAS = ("_smp",)
+_CYTHON_EXTRAS = ("_openmp",)
 
-#: The names every ``kernels(backend)`` namespace has.
-KERNEL_NAMES = tuple(k for names in _SINGLE_SOURCE.values() for k in names)
+
+
+@dataclass(frozen=True)
+class Kernels:
+    """The kernels of one backend: the same fields, with the same signatures, on every backend.
+
+    Each field is the function (or constant) of that name in the single-source module named
+    beside it, as the backend compiled it; see that module for its signature and contract.
+    """
+
+    backend: str
+    # hetplace/_core/_polish.py
+    polish: Callable
+    polish_rows: Callable
+    polish_classes: Callable
+    polish_rows_classes: Callable
+    keep_rows: Callable
+    expand_keep: Callable
+    # hetplace/_core/_ordinal.py
+    ordinal_match: Callable
+    # hetplace/_core/_market.py
+    FORM_PRICE: int
+    FORM_ORDINAL: int
+    auction_workspace_size: Callable
+    market_workspace_size: Callable
+    class_market_workspace_size: Callable
+    auction_kernel: Callable
+    ordinal_preferences: Callable
+    market_category_kernel: Callable
+    class_market_kernel: Callable
+    run_samples: Callable
+    run_samples_classes: Callable
+    # hetplace/_core/_categories.py
+    rank_category: Callable
+    unrank_category: Callable
+    unrank_categories: Callable
+    enumerate_categories: Callable
+    sample_uniform_reservoir: Callable
+    sample_uniform_direct: Callable
+    sample_weighted_enum: Callable
+    sample_weighted_perturb: Callable
+
+
+#: The kernel fields of every :class:`Kernels` record (all but ``backend``).
+KERNEL_NAMES = tuple(f.name for f in fields(Kernels) if f.name != "backend")
 
 _cache = {}
 
@@ -72,8 +112,8 @@ def kernels(backend):
 
     Returns
     -------
-    types.SimpleNamespace
-        ``backend`` plus every name of :data:`KERNEL_NAMES`, with the same
+    Kernels
+        ``backend`` plus every kernel of :data:`KERNEL_NAMES`, with the same
         signatures on every backend.
 
     Raises
@@ -96,12 +136,42 @@ def kernels(backend):
         from ._source import load
 
         modules = {name: load(name, backend) for name in _SINGLE_SOURCE}
-    table = types.SimpleNamespace(backend=backend)
-    for name, names in _SINGLE_SOURCE.items():
-        for k in names:
-            setattr(table, k, getattr(modules[name], k))
+    table = _record(backend, modules["_polish"], modules["_ordinal"], modules["_market"], modules["_categories"])
     _cache[backend] = table
     return table
+
+
+def _record(backend, polish, ordinal, market, categories):
+    """The :class:`Kernels` of ``backend`` from its compilation of each single-source module."""
+    return Kernels(
+        backend=backend,
+        polish=polish.polish,
+        polish_rows=polish.polish_rows,
+        polish_classes=polish.polish_classes,
+        polish_rows_classes=polish.polish_rows_classes,
+        keep_rows=polish.keep_rows,
+        expand_keep=polish.expand_keep,
+        ordinal_match=ordinal.ordinal_match,
+        FORM_PRICE=market.FORM_PRICE,
+        FORM_ORDINAL=market.FORM_ORDINAL,
+        auction_workspace_size=market.auction_workspace_size,
+        market_workspace_size=market.market_workspace_size,
+        class_market_workspace_size=market.class_market_workspace_size,
+        auction_kernel=market.auction_kernel,
+        ordinal_preferences=market.ordinal_preferences,
+        market_category_kernel=market.market_category_kernel,
+        class_market_kernel=market.class_market_kernel,
+        run_samples=market.run_samples,
+        run_samples_classes=market.run_samples_classes,
+        rank_category=categories.rank_category,
+        unrank_category=categories.unrank_category,
+        unrank_categories=categories.unrank_categories,
+        enumerate_categories=categories.enumerate_categories,
+        sample_uniform_reservoir=categories.sample_uniform_reservoir,
+        sample_uniform_direct=categories.sample_uniform_direct,
+        sample_weighted_enum=categories.sample_weighted_enum,
+        sample_weighted_perturb=categories.sample_weighted_perturb,
+    )
 
 
 def resolve(backend):

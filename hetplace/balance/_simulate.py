@@ -21,7 +21,7 @@ from ..errors import InvalidOptionError, MissingDependencyError
 from ._balancer import MAX_WORKERS, POLICIES, LoadBalancer, _int_iv
 from ._model import _optimal_integer_allocation as optimal_integer_allocation, _step_time as step_time  # unchecked kernels: inputs are the simulator's own
 
-__all__ = ["Scenario", "SimulationResult", "make_scenario", "simulate", "KINDS", "EVENTS"]
+__all__ = ["Scenario", "BalanceResult", "make_scenario", "simulate", "KINDS", "EVENTS"]
 
 #: Worker kinds of :func:`make_scenario`.
 KINDS = ("cpu", "gpu", "fl")
@@ -340,7 +340,7 @@ def make_scenario(kind="cpu", *, n_workers=None, global_batch=None, iterations=5
 
 
 @dataclass
-class SimulationResult:
+class BalanceResult:
     """Outcome of :func:`simulate`.
 
     Attributes
@@ -490,7 +490,7 @@ class SimulationResult:
             import matplotlib.pyplot as plt
         except ImportError:
             raise MissingDependencyError(
-                "SimulationResult.plot needs matplotlib, which is not installed. "
+                "BalanceResult.plot needs matplotlib, which is not installed. "
                 "Install it with: pip install matplotlib (or pip install 'hetplace[bench]')."
             ) from None
         T = self.iteration_time.size
@@ -558,7 +558,7 @@ def _run(policy, sc, options, use_signals):
 
 def simulate(policy: str = "cpu", scenario: "Scenario | None" = None, *, seed: int = 0, signals: bool = True,
              compare: bool = True, policy_options: "dict | None" = None, warmup: int = 10,
-             **scenario_options) -> "SimulationResult":
+             **scenario_options) -> "BalanceResult":
     """Run an LB-BSP policy on a simulated non-dedicated cluster.
 
     Parameters
@@ -582,7 +582,7 @@ def simulate(policy: str = "cpu", scenario: "Scenario | None" = None, *, seed: i
 
     Returns
     -------
-    SimulationResult
+    BalanceResult
 
     Notes
     -----
@@ -630,7 +630,7 @@ def simulate(policy: str = "cpu", scenario: "Scenario | None" = None, *, seed: i
         bsp, _, _, _, bsp_got, _ = _run("bsp", sc, {}, False)
     frac = 1.0 if got is None else float(got.sum()) / float(sc.global_batch * T)
     fl = sc.kind == "fl"
-    return SimulationResult(
+    return BalanceResult(
         policy=policy, scenario=sc, iteration_time=it_time, oracle_time=oracle_c + sc.comm_time,
         bsp_time=bsp, batch_sizes=sizes, predicted_speeds=pred, compute_time=comp,
         oracle_compute=oracle_c, samples_aggregated=frac, tuner=tuner, warmup=warmup,

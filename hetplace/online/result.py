@@ -7,21 +7,24 @@ from pathlib import Path
 
 import numpy as np
 
+from .._deprecated import renamed
 from ..errors import MissingDependencyError
 
-__all__ = ["SimulationResult", "JOB_COLUMNS", "SUMMARY_KEYS"]
+__all__ = ["OnlineResult", "JOB_COLUMNS", "SUMMARY_KEYS"]
 
-#: Columns of :meth:`SimulationResult.job_rows` / the per-job CSV.
+__getattr__ = renamed(__name__, {"SimulationResult": "OnlineResult"})  # the old name, deprecated
+
+#: Columns of :meth:`OnlineResult.job_rows` / the per-job CSV.
 JOB_COLUMNS = ("job_id", "model", "scale_factor", "arrival", "start", "finish", "jct", "gpu_seconds", "restarts",
                "types", "max_gpus", "total_steps", "done_steps", "ftf", "measured")
-#: Keys of :meth:`SimulationResult.summary` (times in seconds).
+#: Keys of :meth:`OnlineResult.summary` (times in seconds).
 SUMMARY_KEYS = ("policy", "status", "n_jobs", "n_measured", "n_finished", "avg_jct", "p99_jct", "avg_jct_hours",
                 "makespan", "utilization", "ftf_mean", "ftf_worst", "restarts_per_job", "gpu_hours",
                 "decision_time_median", "decision_time_p95", "rounds", "round_s", "restart", "window", "seed",
                 "cluster")
 
 
-class SimulationResult:
+class OnlineResult:
     """What :func:`hetplace.online.simulate` returns.
 
     Attributes
@@ -162,6 +165,6 @@ class SimulationResult:
         return paths
 
     def __repr__(self):
-        return (f"SimulationResult(policy={self.policy!r}, status={self.status!r}, jobs={self.n_finished}/"
+        return (f"OnlineResult(policy={self.policy!r}, status={self.status!r}, jobs={self.n_finished}/"
                 f"{self.n_measured}, avg_jct={self.avg_jct / 3600:.2f} h, p99_jct={self.p99_jct / 3600:.2f} h, "
                 f"utilization={self.utilization:.3f}, restarts/job={self.restarts_per_job:.2f})")

@@ -311,7 +311,7 @@ def simulate(trace, cluster, policy, round_s=360, restart="none", table=None, me
 
     Returns
     -------
-    SimulationResult
+    OnlineResult
 
     Raises
     ------
@@ -329,8 +329,8 @@ def simulate(trace, cluster, policy, round_s=360, restart="none", table=None, me
     exact moment its steps run out (its GPUs stay idle for the rest of the
     round).  docs/online.md §3.
     """
-    from . import make_policy
-    from .result import SimulationResult
+    from .policies import make_policy
+    from .result import OnlineResult
 
     table, cluster, round_s = _setup_iv(table, cluster, round_s)
     seed = check_seed(seed)
@@ -348,7 +348,7 @@ def simulate(trace, cluster, policy, round_s=360, restart="none", table=None, me
         )
     _reset(policy, seed)
 
-    from ..bench import _Progress
+    from .._executors import _Progress
 
     target = [j for j in jobs if window is None or window[0] <= j.job_id < window[1]]
     bar = _Progress(len(target), bool(progress), desc=f"simulate {_policy_name(policy)}", unit="job")
@@ -434,7 +434,7 @@ def simulate(trace, cluster, policy, round_s=360, restart="none", table=None, me
             rnd += 1
     finally:
         bar.close()
-    return SimulationResult(
+    return OnlineResult(
         runs=[runs[j.job_id] for j in jobs], cluster=cluster, policy=_policy_name(policy), round_s=round_s,
         restart=restart, window=window, rounds={k: np.asarray(v) for k, v in rounds.items()}, status=status,
         progress=model, seed=seed,

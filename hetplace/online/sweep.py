@@ -40,7 +40,8 @@ def _simulate_task(payload):
     """Worker task: one simulation; returns plain data (summary, per-job table, rounds)."""
     import time
 
-    from . import make_policy, simulate
+    from .policies import make_policy
+    from .simulator import simulate
     from .trace import gavel_trace, read_trace
 
     if payload["trace_path"] is not None:
@@ -59,7 +60,7 @@ def _simulate_task(payload):
 
 def run_simulations(payloads, executor, progress=False):
     """Run the payloads on ``executor`` (see :func:`hetplace.bench.make_executor`); results in payload order."""
-    from ..bench import _execute, _Progress
+    from .._executors import _execute, _Progress
 
     bar = _Progress(len(payloads), progress and len(payloads) > 1, desc="hetplace simulate", unit="simulation")
     try:
