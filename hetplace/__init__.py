@@ -12,8 +12,12 @@ hetplace.balance
     LB-BSP semi-dynamic load balancing (import it explicitly).
 
 Importing hetplace compiles nothing: Numba kernels compile (and cache) on first
-use, Cython kernels are built at install time.
+use, Cython kernels are built at install time.  It registers one at-fork hook
+(:mod:`hetplace._fork`), which marks a child forked after an OpenMP thread pool
+started so that its decisions run serially (docs/model.md §3.12).
 """
+
+from . import _fork  # noqa: F401  (registers the at-fork hook, before any fork)
 
 from .errors import (
     BackendUnavailableError,

@@ -44,6 +44,7 @@ __all__ = [
     "DP_MAX_TABLE",
     "AUTO_DP_MAX_WORK",
     "BRUTE_MAX_ASSIGNMENTS",
+    "MILP_MAX_CELLS",
 ]
 
 METHODS = ("auto", "dp", "milp", "brute")
@@ -73,6 +74,22 @@ AUTO_DP_MAX_WORK = 2_000_000_000
 #: two of brute force (measured in docs/results.md §5;
 #: ``pytest benchmarks/bench_exact.py -k brute_force``).
 BRUTE_MAX_ASSIGNMENTS = 50_000_000
+#: Largest ``n_jobs * (n_workers + 1)`` the MILP accepts (``method="milp"``, or ``"auto"`` when
+#: the type DP does not apply): its model and its greedy incumbent read the dense (S, K + 1)
+#: tables of :class:`Problem` (8 bytes a cell, 128 MiB each at the cap).  Measured on the
+#: project's 2-core machine (synthetic instances): the incumbent alone takes 0.2 s and 92 MiB
+#: at K = 4096, S = 256 (2**20 cells) and 6.6 s and 840 MiB at K = 16384, S = 2048 (2**25);
+#: beyond the cap neither the incumbent nor the model fits a useful time limit, and
+#: ``method="smp"`` works on worker classes without any dense table.
+MILP_MAX_CELLS = 2**24
+#: Up to this many cells the greedy incumbent is always built, even once ``time_limit`` is
+#: spent (about 0.4 s at most), so a small problem's ``"time_limit"`` result has a placement.
+_INCUMBENT_ALWAYS_CELLS = 2**21
+#: Seconds per cell of ``n_jobs * (n_workers + 1)`` that the greedy incumbent takes (its dense
+#: tables included; measured above: 2.0e-7 at 2**20 and 2**25 cells), and that one step of
+#: :func:`_improve_by_moves` takes (several (S, K) temporaries; a generous estimate).
+_INCUMBENT_SECONDS_PER_CELL = 2e-7
+_MOVE_SECONDS_PER_CELL = 1e-7
 #: Most MILP solver threads accepted (the same cap as ``place(method="smp", threads=...)``).
 MAX_THREADS = 1024
 
@@ -114,7 +131,9 @@ class ExactResult(Result):
         check; the best placement found is returned); ``"time_limit"``
         (``time_limit`` ran out before the solver could start; the greedy
         baseline is returned, ``info["incumbent"] == "greedy"``);
-        ``"no_solution"`` (the solver hit the limit before any incumbent);
+        ``"no_solution"`` (the solver hit the limit before any incumbent, or
+        ``time_limit`` cannot cover the greedy incumbent of a large problem:
+        no placement, the bound is ``mean(jct_alone)``);
         ``"error"`` (the solver failed, see ``message``).  ``"infeasible"``
         is never reported: every valid :class:`Problem` has a placement, so a
         solver's infeasibility claim is reported as ``"error"``.
@@ -276,7 +295,9 @@ def solve_exact(
         spent before the solver can start, status is ``"time_limit"`` with the
         greedy incumbent (``info["incumbent"] == "greedy"``); when the solver
         hits it, its incumbent and bound are returned (``"feasible"``), or
-        status ``"no_solution"``.  Solvers check their clock between steps, so
+        status ``"no_solution"``.  Above 2**21 cells ``n_jobs * (n_workers + 1)``
+        the incumbent itself is built only when its predicted time (0.2 us a
+        cell) fits what is left, else status is ``"no_solution"`` at once.  Solvers check their clock between steps, so
         they may overrun by a fraction of a second.  Python and numpy numbers
         are accepted; limits above 1e9 s are clamped to 1e9 s.  The DP and
         brute force always run to the end (their sizes are capped instead).
@@ -298,7 +319,9 @@ def solve_exact(
         An option is not one of the valid values; ``method="dp"`` on a problem
         with per-worker speeds or beyond :data:`DP_MAX_STATES` /
         :data:`DP_MAX_TABLE`; ``method="brute"`` beyond
-        :data:`BRUTE_MAX_ASSIGNMENTS`.
+        :data:`BRUTE_MAX_ASSIGNMENTS`; the MILP (``"milp"``, or ``"auto"``
+        when the DP does not apply) beyond :data:`MILP_MAX_CELLS`, before
+        anything is built.
     MissingDependencyError
         OR-Tools is not installed (MILP only).
     SolverError
@@ -758,10 +781,10 @@ def _build_milp(pywraplp, solver_id, problem, upper=None, deadline=math.inf, gro
     coef = [problem.work[i] / r_hat[i] / (S * scale) for i in range(S)]
     sigma = [min(max(1.0, _OBJ_COEF_MIN / coef[i]), max(1.0, tau_hi[i])) for i in range(S)]
     tau = [solver.NumVar(tau_lo[i] / sigma[i], tau_hi[i] / sigma[i], f"tau_{i}") for i in range(S)]
-    u = [
-        {n: solver.BoolVar(f"u_{i}_{n}") for n in sizes[i]} if with_comm[i] else None
-        for i in range(S)
-    ]
+    u = []  # up to K sizes per job: S * K variables on a large cluster, so the clock is checked per job
+    for i in range(S):
+        _check_clock(deadline)
+        u.append({n: solver.BoolVar(f"u_{i}_{n}") for n in sizes[i]} if with_comm[i] else None)
     keep = [solver.BoolVar(f"keep_{i}") if keepable[i] else None for i in range(S)]
 
     # ---------------------------------------------------------------- constraints
@@ -924,6 +947,16 @@ def _ortools_version():
 
 
 def _solve_milp(problem, solver_key, time_limit, threads, verbose, t0, grouping="classes", cuts="size"):
+    S, K = problem.n_jobs, problem.n_workers
+    cells = S * (K + 1)
+    if cells > MILP_MAX_CELLS:  # before anything is built: refused in microseconds
+        raise InvalidOptionError(
+            f"the MILP (method='milp', or 'auto' when the type DP does not apply) supports at most "
+            f"MILP_MAX_CELLS = {MILP_MAX_CELLS:,} cells n_jobs * (n_workers + 1); this problem has {S:,} jobs "
+            f"on {K:,} workers = {cells:,} cells (each dense table it reads would take {cells * 8 / 2**20:,.0f} MiB, "
+            "and neither its greedy incumbent nor its model could be built in a useful time). Use "
+            "place(problem, method='smp'), which works on worker classes, or place the jobs in several rounds."
+        )
     pywraplp = _load_ortools()
     solver_id, solver_name = SOLVERS[solver_key]
     deadline = math.inf if time_limit is None else t0 + time_limit
@@ -932,9 +965,22 @@ def _solve_milp(problem, solver_key, time_limit, threads, verbose, t0, grouping=
 
     # ---------------------------------------------------------------- incumbent
     # the greedy baseline improved by local moves: feasible, never claimed optimal; the
-    # closer it is to the optimum, the tighter the pruning of _build_milp
+    # closer it is to the optimum, the tighter the pruning of _build_milp.  Beyond
+    # _INCUMBENT_ALWAYS_CELLS it is built only when its predicted time fits what is left
+    need = cells * _INCUMBENT_SECONDS_PER_CELL
+    if cells > _INCUMBENT_ALWAYS_CELLS and time.perf_counter() + need > deadline:
+        weak_bound = float(np.mean(problem.jct_alone))  # class-wise, no dense table
+        msg = (f"time_limit={time_limit} s cannot cover the greedy incumbent of {S:,} jobs on {K:,} workers "
+               f"(dense tables of {cells:,} cells, about {need:.2g} s), so {solver_name} never ran; no placement, "
+               f"and the bound is mean(jct_alone). Allow time_limit >= about {need + 1:.0f} s, or use "
+               "place(problem, method='smp')")
+        info.update(incumbent=None, build_time=time.perf_counter() - t0)
+        if verbose:
+            print(f"{solver_name} MILP: {msg}")
+        return ExactResult("no_solution", msg, None, weak_bound, time.perf_counter() - t0, "milp", solver_name,
+                           info)
     incumbent = _incumbent(problem)
-    incumbent = _improve_by_moves(problem, incumbent, 1e-9, deadline=deadline)
+    incumbent = _improve_by_moves(problem, incumbent, 1e-9, deadline=deadline - cells * _MOVE_SECONDS_PER_CELL)
     weak_bound = float(np.mean(problem.jct_alone))  # every job alone: a valid lower bound
     info["incumbent_objective"] = incumbent.mean_jct
 

@@ -40,6 +40,7 @@ import time
 
 import numpy as np
 
+from . import _fork
 from ._core._registry import BACKEND_CHOICES as BACKENDS  # re-exported: the backend= choices
 from ._validation import check_choice, check_positive_int
 from .errors import InvalidOptionError
@@ -527,7 +528,9 @@ def available_threads(backend):
     backend's own limit: OpenMP's current maximum for ``"cython"`` (so
     ``OMP_NUM_THREADS`` and threadpoolctl-style ``omp_set_num_threads`` limits
     are respected), Numba's thread count for ``"numba"`` (``NUMBA_NUM_THREADS``,
-    ``numba.set_num_threads``) and ``OMP_NUM_THREADS``; 1 for ``"python"``.
+    ``numba.set_num_threads``) and ``OMP_NUM_THREADS``; 1 for ``"python"``,
+    and 1 in a process forked after an OpenMP thread pool started (GNU
+    OpenMP's pool does not survive ``fork``: docs/model.md §3.12).
 
     Raises
     ------
@@ -537,7 +540,7 @@ def available_threads(backend):
     """
     import os
 
-    if backend == "python":
+    if backend == "python" or _fork.serial_only():
         return 1
     try:
         n = len(os.sched_getaffinity(0))
@@ -561,7 +564,15 @@ def available_threads(backend):
 
 def thread_count(backend, threads, work):
     """Threads of one decision: ``threads`` when given, else 1 below :data:`PARALLEL_MIN_WORK`
-    units of ``work`` (``samples * K * S``) and :func:`available_threads` above."""
+    units of ``work`` (``samples * K * S``) and :func:`available_threads` above.
+
+    Always 1 in a process forked after an OpenMP thread pool started, whatever
+    ``threads`` says: a parallel region there would never return (Cython) or
+    be killed by Numba; the serial run decides the same placement
+    (docs/model.md §3.12).
+    """
+    if _fork.serial_only():
+        return 1
     if threads is not None:
         return threads
     if backend == "python" or work < PARALLEL_MIN_WORK:
@@ -570,13 +581,20 @@ def thread_count(backend, threads, work):
 
 
 class _threads:
-    """Run Numba kernels with ``threads`` threads, restoring the caller's setting after."""
+    """Run Numba kernels with ``threads`` threads, restoring the caller's setting after.
+
+    A region on more than one thread is recorded first (:func:`hetplace._fork.note_parallel`):
+    a child forked from this process then runs its decisions serially.
+    """
 
     def __init__(self, backend, threads):
         self.active = backend == "numba"
         self.threads = threads
+        self.parallel = backend != "python" and threads > 1
 
     def __enter__(self):
+        if self.parallel:
+            _fork.note_parallel()
         if self.active:
             import numba
 

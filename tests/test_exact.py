@@ -567,3 +567,45 @@ def test_place_exact_names_exact_method_in_its_error(value):
 
     with pytest.raises(InvalidOptionError, match=r"^exact_method must be one of"):
         hp.place(tiny_random(0), method="exact", exact_method=value)
+
+
+# ---------------------------------------------------------------- (8b) time limits at every size (issue 20)
+_LARGE_MILP_SCRIPT = r"""
+import json, resource, sys, time
+from hetplace import HetplaceError, solve_exact
+from hetplace.instances import synthetic_instance
+
+out = []
+for K, S, method in [(40_000, 2_500, "milp"), (40_000, 2_500, "auto"), (100_000, 5_000, "auto"), (16_000, 1_000, "milp")]:
+    p = synthetic_instance(1, K, S)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t = time.perf_counter()
+    try:
+        r = solve_exact(p, method=method, time_limit=1e-9)
+        what = [r.status, r.placement is None, r.bound, r.message]
+    except HetplaceError as e:
+        what = [type(e).__name__, str(e)]
+    out.append([K, S, method, time.perf_counter() - t, (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024, what])
+print(json.dumps(out))
+"""
+
+
+def test_time_limit_covers_large_milp_problems():
+    """Beyond MILP_MAX_CELLS the MILP is refused before any table is built; below it a spent
+    time_limit returns without the greedy incumbent's dense tables (issue 20: many seconds, over a GiB)."""
+    import json
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", _LARGE_MILP_SCRIPT], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    for K, S, method, wall, rss_mib, what in json.loads(run.stdout):
+        assert wall < 1.5 and rss_mib < 100, (K, S, method, wall, rss_mib)
+        if K * S > exact.MILP_MAX_CELLS:
+            assert what[0] == "InvalidOptionError", what
+            assert f"{S:,} jobs on {K:,} workers" in what[1] and "MILP_MAX_CELLS" in what[1]
+            assert "method='smp'" in what[1]
+        else:
+            status, no_placement, bound, message = what
+            assert status == "no_solution" and no_placement and bound > 0, what
+            assert "cannot cover the greedy incumbent" in message and "time_limit" in message
