@@ -29,7 +29,9 @@ class ExecutorError(HetplaceError, RuntimeError):
     """The executor could not run a sweep task (a worker died, an environment is missing hetplace, ...).
 
     Failures of a method or of the exact reference inside a task are not
-    raised: they are recorded in the row's ``error`` column.
+    raised: they are recorded in the row's ``error`` column.  A
+    :class:`HetplaceError` a task raises (a bad input found only there) is
+    raised as itself, on every executor, not wrapped in this one.
     """
 
 

@@ -176,9 +176,12 @@ def _trace_iv(trace, table):
                 f"trace job {j.job_id}: arrival={j.arrival!r} s is beyond the simulator's clock ({MAX_SECONDS:g} s, "
                 "about 31,700 years). Fix: measure arrivals in seconds from the start of the trace."
             )
-    for model in {j.model for j in trace}:
-        if model not in table.models:
-            raise InvalidOptionError(f"trace model {model!r} is not in the throughput table {table.path}.")
+    known = set(table.models)
+    for j in trace:
+        if j.model not in known:
+            raise InvalidOptionError(
+                f"trace job {j.job_id}: model {j.model!r} is not in the throughput table {table.path}."
+            )
     return sorted(trace, key=lambda j: (j.arrival, j.job_id))
 
 
