@@ -148,8 +148,18 @@ class ProgressModel:
         share = np.array([cluster[g] for g in cluster], dtype=float) / (n_jobs * scale_factor)
         if share.sum() > 1:
             share /= share.sum()
-        rates = np.array([self.single_rates(model, g, scale_factor)[scale_factor] for g in cluster])
+        rates = np.array([self._rate_at(model, g, scale_factor) for g in cluster])
         return float(share @ rates)
+
+    def _rate_at(self, model, gpu_type, n):
+        """``r_g(n)`` alone: ``single_rates(model, gpu_type, n)[n]`` without filling ``0 .. n`` (n may be ~10**6)."""
+        r = self._single.get((model, gpu_type))
+        if r is not None and r.size > n:
+            return r[n]
+        if n <= 64:
+            return self.single_rates(model, gpu_type, n)[n]
+        measured = [(c, self.table.steps_per_second(model, gpu_type, c)) for c in self.counts]
+        return self._fill([(c, v) for c, v in measured if v > 0], n)
 
     def single_rates(self, model, gpu_type, n_max=64):
         """``r_g(n)`` for ``n = 0 .. n_max`` on one type (ndarray of float; see Notes of the class)."""

@@ -3,6 +3,7 @@
 import csv
 import json
 import math
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -72,7 +73,9 @@ class SimulationResult:
         self.policy, self.cluster, self.round_s, self.window, self.status = policy, dict(cluster), round_s, window, status
         self.stalled = dict(stalled or {})
         self.message = _stall_message(self.stalled, rounds, round_s) if status == "stalled" else ""
-        self.restart = restart if isinstance(restart, (str, int, float)) else dict(restart)
+        # as given, except numpy scalars (a number) and mappings (a plain dict), for JSON
+        self.restart = (restart if isinstance(restart, (str, int, float)) else
+                        dict(restart) if isinstance(restart, Mapping) else float(restart))
         self.seed = seed
         self.rounds = rounds
         n = len(runs)

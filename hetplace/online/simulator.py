@@ -369,7 +369,8 @@ def _rounds_iv(jobs, cluster, round_s, model, restart_of):
     if end / round_s > MAX_ROUNDS:
         raise InvalidOptionError(
             f"round_s={round_s!r} would take at least {end / round_s:.3g} rounds: trace job {worst.job_id} "
-            f"(total_steps={worst.total_steps!r}) cannot finish before {end:.4g} s even alone on its fastest "
+            f"(arrival={worst.arrival!r}, total_steps={worst.total_steps!r}) cannot finish before {end:.4g} s even "
+            "alone on its fastest "
             f"allocation, and the simulator runs at most {MAX_ROUNDS:,} rounds. Fix: raise round_s to at least "
             f"{end / MAX_ROUNDS:.3g} s or shorten the job."
         )
