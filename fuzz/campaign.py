@@ -1490,6 +1490,155 @@ def add_cli_cases(cpaths, jpaths, tmp):
         case("cli", f"args/{' '.join(args)}", cli(*args))
 
 
+# ------------------------------------------------------------------ online simulator
+def add_online_cases(tmp):
+    """hetplace.online: hostile jobs, clusters, rounds and restarts; termination; pickling; no stderr; the CLI."""
+    from hetplace import online as on
+    from hetplace.data import GavelTable, load_gavel
+
+    cluster = {"v100": 2, "p100": 2, "k80": 2}
+    fields = ("job_id", "model", "arrival", "total_steps", "scale_factor", "duration")
+
+    def check(res):
+        need(res.status in ("complete", "stalled"), f"status {res.status!r}")
+        need((res.status == "stalled") == bool(res.message), "a message iff stalled")
+        need(set(res.stalled) <= set(res.jobs["job_id"].tolist()), "stalled names jobs of the trace")
+        jct = res.jobs["jct"][np.isfinite(res.jobs["finish"])]
+        need(np.all(jct >= 0), f"negative JCT {jct}")
+        need(res.n_finished <= res.n_measured, "more finished than measured")
+        need(not math.isfinite(res.utilization) or -1e-9 <= res.utilization <= 1 + 1e-9,
+             f"utilization {res.utilization}")
+
+    def stalled(res):
+        check(res)
+        need(res.status == "stalled" and res.stalled, f"expected a stall, got {res.status}")
+
+    def trace(n=4, multi=False, **over):
+        jobs = list(on.gavel_trace(n, 30.0, 0, multi_gpu=multi))
+        if over:
+            j = jobs[0]
+            jobs[0] = on.Job(**{**{f: getattr(j, f) for f in fields}, **over})
+        return jobs
+
+    def short(n, multi=False):
+        """A trace of jobs of at most 3,000 steps (minutes each), so a case ends within the campaign's timeout."""
+        return [on.Job(j.job_id, j.model, j.arrival, min(j.total_steps, 3000.0), j.scale_factor, NAN)
+                for j in on.gavel_trace(n, 30.0, 0, multi_gpu=multi)]
+
+    def sim(jobs=None, cl=None, policy="fifo", **kw):
+        def f():
+            return on.simulate(trace() if jobs is None else jobs(), cluster if cl is None else cl, policy,
+                               progress=False, **kw)
+        return f
+
+    for field in fields:
+        extra = {"job_id": [-5, 2**63 - 1], "scale_factor": [10**6, 10**6 + 1], "arrival": [1e9, 1e12, 1e13],
+                 "duration": [1e12]}.get(field, [])
+        for v in FEW + extra:
+            for pol in ("fifo", "smp"):
+                case("online", f"simulate/{pol}/job.{field}={_fmt(v)}",
+                     sim(lambda field=field, v=v: trace(**{field: v}), policy=pol), check, param=field)
+    for v in SCALARS:
+        case("online", f"simulate/round_s={_fmt(v)}", sim(round_s=v), check, param="round_s")
+        case("online", f"simulate/restart={_fmt(v)}", sim(restart=v), check, param="restart")
+        case("online", f"simulate/cluster.p100={_fmt(v)}", sim(cl={"v100": 2, "p100": v, "k80": 2}), check,
+             param="cluster")
+        case("online", f"simulate/seed={_fmt(v)}", sim(seed=v), check, param="seed")
+    for cl in ("v100=2000000", {"v100": 10**9}, {"v100": 400_000, "p100": 400_000, "k80": 400_000}, {}, "x",
+               "v100=" + "9" * 5000, {"nope": 2}, {"v100": 0, "p100": 0, "k80": 0}):
+        case("online", f"simulate/cluster={_fmt(cl)[:40]}", sim(cl=cl), check, param="cluster")
+    case("online", "simulate/duplicate-ids", sim(lambda: [trace()[0]] * 2), check, param="job_id")
+    case("online", "simulate/total_steps-1e20-round-1", sim(lambda: trace(total_steps=1e20), round_s=1.0), check,
+         param="round_s")
+    # termination: restarts at least a round long, every policy; 0-GPU types, every policy
+    for pol in on.policy_names():
+        case("online", f"terminates/{pol}/restart120-round60", sim(lambda: short(4), policy=pol, round_s=60,
+                                                                     restart=120), check)
+        for multi in (False, True):
+            case("online", f"zero-gpu-type/{pol}/multi={multi}",
+                 sim(lambda multi=multi: short(6, multi), cl={"v100": 8, "p100": 0, "k80": 4}, policy=pol), check)
+    for pol in ("las", "ftf"):
+        case("online", f"terminates/{pol}/restart120-round60/stalls", sim(lambda: trace(12), policy=pol, round_s=60,
+                                                                            restart=120), stalled)
+
+    class Mover:
+        name = "mover"
+
+        def decide(self, state):
+            out, free = {}, dict(state.cluster)
+            for js in state.jobs:
+                last = next(iter(js.allocation), None)
+                g = next((g for g in free if g != last and free[g] > 0), None)
+                if g is not None:
+                    free[g] -= 1
+                    out[js.job.job_id] = {g: 1}
+            return out
+
+    class OntoK80:
+        name = "onto-k80"
+
+        def decide(self, state):
+            return {js.job.job_id: {"k80": 1} for js in state.jobs[: state.cluster["k80"]]}
+
+    def no_k80(model):
+        base = load_gavel()
+        steps = {t: {m: v for m, v in e.items() if not (t == "k80" and m == model)} for t, e in base._steps.items()}
+        multi = {t: {k: v for k, v in e.items() if not (t.startswith("k80") and k[0] == model)}
+                 for t, e in base._multi.items()}
+        return GavelTable(base.path, steps, multi)
+
+    case("online", "terminates/mover/restart120-round60", sim(lambda: trace(6), policy=Mover(), round_s=60,
+                                                              restart=120), stalled)
+    m = "ResNet-18 (batch size 64)"
+    case("online", "terminates/zero-rate-allocation", lambda: on.simulate(
+        [on.Job(0, m, 0.0, 1000.0, 1, NAN)], cluster, OntoK80(), round_s=60, table=no_k80(m), progress=False), stalled)
+
+    def pickled(restart):
+        pm = on.ProgressModel(load_gavel(), restart)
+        back = pickle.loads(pickle.dumps(pm))
+        need(back.restart_time(m) == pm.restart_time(m), "restart time changed by pickling")
+        need(back.steps_per_second(m, {"v100": 3}) == pm.steps_per_second(m, {"v100": 3}), "rate changed by pickling")
+        return back
+
+    for r in ("none", 30.0, {"default": 5.0, "ResNet-50": 60.0}):
+        case("online", f"ProgressModel/pickle/restart={_fmt(r)[:30]}", lambda r=r: pickled(r))
+
+    def no_stderr():
+        old = sys.stderr
+        sys.stderr = None
+        try:
+            return on.simulate(trace(), cluster, "fifo", progress=True)
+        finally:
+            sys.stderr = old
+
+    case("online", "simulate/progress-without-stderr", no_stderr, check)
+
+    exe = os.environ.get("HETPLACE_CLI") or "hetplace"
+
+    def sim_cli(*args):
+        def f():
+            r = subprocess.run([exe, "simulate", "--jobs", "8", "--no-plots", "--no-progress", "--out",
+                                str(tmp / "sim-cli"), *map(str, args)], capture_output=True, timeout=9)
+            err = r.stderr.decode("utf-8", "replace")
+            need(r.returncode in (0, 2), f"exit code {r.returncode}: {err[-300:]}")
+            need("Traceback" not in err and "Warning" not in err, f"traceback or warning: {err[-300:]}")
+            if r.returncode == 2:
+                lines = err.splitlines()
+                need(len(lines) == 1 and lines[0].startswith("hetplace: error:") or lines[-1].startswith("usage:")
+                     or "error: argument" in lines[-1], f"exit 2 without exactly one error line: {err[-300:]}")
+                need("executor failed" not in err, f"an input error blamed on the executor: {err[-300:]}")
+            return r.returncode
+        return f
+
+    for ex in ("serial", "process"):
+        for args in (["--seed", "-1"], ["--seed", str(2**64)], ["--cluster", "v100=2000000"], ["--round", "1e-9"],
+                     ["--round", "5e-324"], ["--restart", "1e30"], ["--jobs", "20000000"], ["--policy", "x"],
+                     ["--cluster", "v100=4,p100=0,k80=4", "--policy", "las-aware", "--multi-gpu"],
+                     ["--round", "60", "--restart", "120", "--policy", "las", "--rate", "30", "--jobs", "12",
+                      "--cluster", "v100=2,p100=2,k80=2"], []):
+            case("online", f"cli/{ex}/{' '.join(args)}", sim_cli("--executor", ex, "--workers", "1", *args))
+
+
 # ----------------------------------------------------------------------------- running
 def build_cases(tmp):
     """Every case of the campaign (hostile files are written into ``tmp``)."""
@@ -1515,6 +1664,7 @@ def _build_all(tmp):
     add_bench_cases(tmp)
     add_balance_cases()
     add_torch_cases(tmp)
+    add_online_cases(tmp)
     add_cli_cases(cpaths, jpaths, tmp)
 
 

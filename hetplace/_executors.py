@@ -29,7 +29,9 @@ class ExecutorError(HetplaceError, RuntimeError):
     """The executor could not run a sweep task (a worker died, an environment is missing hetplace, ...).
 
     Failures of a method or of the exact reference inside a task are not
-    raised: they are recorded in the row's ``error`` column.
+    raised: they are recorded in the row's ``error`` column.  A
+    :class:`HetplaceError` a task raises (a bad input found only there) is
+    raised as itself, on every executor, not wrapped in this one.
     """
 
 
@@ -144,6 +146,8 @@ class _Progress:
     """Progress bar on stderr: tqdm when installed, else a counter (also used by ``hetplace simulate``)."""
 
     def __init__(self, total, enabled, desc="hetplace bench", unit="instance"):
+        # no stderr at all (a daemon, ``2>&-``: sys.stderr is None): no bar, rather than a crash
+        enabled = bool(enabled) and getattr(sys.stderr, "write", None) is not None
         self.total, self.done, self.enabled = total, 0, enabled
         self.desc, self.unit = desc, unit
         self._bar = None
@@ -155,7 +159,10 @@ class _Progress:
                 tqdm = None
             if tqdm is not None:
                 self._bar = tqdm(total=total, unit=unit, desc=desc, file=sys.stderr)
-            self._tty = sys.stderr.isatty()
+            try:
+                self._tty = bool(sys.stderr.isatty())
+            except (AttributeError, ValueError, OSError):  # a stream without isatty, or closed
+                self._tty = False
             self._step = max(1, total // 10)
 
     def tick(self):
@@ -178,8 +185,11 @@ class _Progress:
 
 
 def _result(future):
+    """The task's result; a HetplaceError raised by the task (a bad input) propagates as itself."""
     try:
         return future.result()
+    except HetplaceError:
+        raise
     except Exception as exc:
         raise ExecutorError(
             f"the executor failed to run a sweep task: {type(exc).__name__}: {exc}. With Dask, hetplace "
@@ -209,6 +219,8 @@ def _execute(executor, payloads, progress, task):
                 r = next(it)
             except StopIteration:
                 break
+            except HetplaceError:
+                raise
             except Exception as exc:
                 raise ExecutorError(f"the executor failed to run a sweep task: {type(exc).__name__}: {exc}.") from exc
             out.append(r)

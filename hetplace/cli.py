@@ -407,6 +407,11 @@ def _simulate(args, out, argv):
     out.write(summary_table(results))
     out.write(f"\nwrote {len(results)} simulation(s) and " + ", ".join(
         str(p) for k, p in paths.items() if k != "plots_skipped") + "\n")
+    for r in results:
+        if r["summary"]["status"] != "complete" and sys.stderr is not None:
+            p = r["payload"]
+            rate = "" if p["rate"] is None else f", rate {p['rate']:g}"
+            sys.stderr.write(f"hetplace: note: {p['policy']}{rate}, seed {p['seed']}: {r['summary']['message']}\n")
     if "plots_skipped" in paths:
         sys.stderr.write(f"hetplace: note: no plots: {paths['plots_skipped']}\n")
     return 0

@@ -304,7 +304,17 @@ def ftf_ratios(X, tput, left, elapsed, isolated_time, iso_rate):
 
 
 def _center_from(X, coef, scale, capacity, usable, z_low, gap):
-    """The analytic centre of ``{X : every job's rate c X >= z_low}`` from the solution ``X`` reaching it."""
+    """The analytic centre of ``{X : every job's rate c X >= z_low}`` from the solution ``X`` reaching it.
+
+    A type with no GPUs has no usable cell and its capacity slack is 0, outside the barrier's
+    domain: the centre is taken over the other types (their columns hold every share).
+    """
+    empty = capacity <= 0
+    if empty.any():
+        keep = ~empty
+        out = np.zeros_like(X)
+        out[:, keep] = _center_from(X[:, keep], coef[:, keep], scale, capacity[keep], usable[:, keep], z_low, gap)
+        return out
     T = coef.shape[1]
     theta = 0.5 * min(1.0 / T, float(np.min(capacity / np.maximum((scale[:, None] * usable).sum(axis=0), 1e-300))))
     alpha = 0.5 * gap

@@ -15,6 +15,29 @@ __all__ = ["ProgressModel", "RESTART_MODELS"]
 RESTART_MODELS = ("none",)
 
 
+class _Restart:
+    """Restart seconds by model: one figure for every model, or a ``{model: seconds}`` dict.
+
+    A small class rather than a closure, so that a :class:`ProgressModel` (and every
+    ``ClusterState`` that carries one) pickles: a policy can ship its state to a worker
+    process or checkpoint it.
+    """
+
+    __slots__ = ("seconds", "per_model")
+
+    def __init__(self, seconds=0.0, per_model=None):
+        self.seconds, self.per_model = float(seconds), per_model
+
+    def __call__(self, model):
+        return self.seconds if self.per_model is None else self.per_model[model]
+
+    def __getstate__(self):
+        return self.seconds, self.per_model
+
+    def __setstate__(self, state):
+        self.seconds, self.per_model = state
+
+
 class ProgressModel:
     """Steps per second of a job on an allocation ``{gpu_type: n_gpus}``, and its restart cost.
 
@@ -76,12 +99,12 @@ class ProgressModel:
                     f"restart={restart!r} is not valid; pass 'none', a number of seconds (e.g. 30) or a dict "
                     "{model or family: seconds, 'default': seconds}."
                 )
-            return lambda model: 0.0
+            return _Restart(0.0)
         if is_real_scalar(restart):
             seconds = float(restart)
             if not (math.isfinite(seconds) and seconds >= 0):
                 raise InvalidOptionError(f"restart must be a finite number of seconds >= 0; got {restart!r}.")
-            return lambda model: seconds
+            return _Restart(seconds)
         if isinstance(restart, Mapping):
             per = {}
             for key, value in restart.items():
@@ -106,7 +129,7 @@ class ProgressModel:
                     "'default' entry."
                 )
             cost = {m: per.get(m, per.get(table.family(m), per.get("default", 0.0))) for m in table.models}
-            return cost.__getitem__
+            return _Restart(per_model=cost)
         raise InvalidOptionError(
             f"restart must be 'none', a number of seconds or a dict {{model or family: seconds}}; got {restart!r}."
         )
@@ -125,8 +148,18 @@ class ProgressModel:
         share = np.array([cluster[g] for g in cluster], dtype=float) / (n_jobs * scale_factor)
         if share.sum() > 1:
             share /= share.sum()
-        rates = np.array([self.single_rates(model, g, scale_factor)[scale_factor] for g in cluster])
+        rates = np.array([self._rate_at(model, g, scale_factor) for g in cluster])
         return float(share @ rates)
+
+    def _rate_at(self, model, gpu_type, n):
+        """``r_g(n)`` alone: ``single_rates(model, gpu_type, n)[n]`` without filling ``0 .. n`` (n may be ~10**6)."""
+        r = self._single.get((model, gpu_type))
+        if r is not None and r.size > n:
+            return r[n]
+        if n <= 64:
+            return self.single_rates(model, gpu_type, n)[n]
+        measured = [(c, self.table.steps_per_second(model, gpu_type, c)) for c in self.counts]
+        return self._fill([(c, v) for c, v in measured if v > 0], n)
 
     def single_rates(self, model, gpu_type, n_max=64):
         """``r_g(n)`` for ``n = 0 .. n_max`` on one type (ndarray of float; see Notes of the class)."""

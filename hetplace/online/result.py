@@ -3,6 +3,7 @@
 import csv
 import json
 import math
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +22,17 @@ JOB_COLUMNS = ("job_id", "model", "scale_factor", "arrival", "start", "finish", 
 SUMMARY_KEYS = ("policy", "status", "n_jobs", "n_measured", "n_finished", "avg_jct", "p99_jct", "avg_jct_hours",
                 "makespan", "utilization", "ftf_mean", "ftf_worst", "restarts_per_job", "gpu_hours",
                 "decision_time_median", "decision_time_p95", "rounds", "round_s", "restart", "window", "seed",
-                "cluster")
+                "cluster", "message")
+
+
+def _stall_message(stalled, rounds, round_s, show=5):
+    """One line: when the simulation stopped and why its first ``show`` active jobs made no progress."""
+    end = float(rounds["time"][-1] + round_s) if rounds["time"].size else 0.0
+    items = sorted(stalled.items())
+    text = "; ".join(f"job {jid}: {why}" for jid, why in items[:show])
+    more = f"; and {len(items) - show} more" if len(items) > show else ""
+    return (f"stalled at t = {end:g} s with {len(items)} active job(s) and no progress: {text}{more}" if items else
+            f"stalled at t = {end:g} s with no progress")
 
 
 class OnlineResult:
@@ -31,8 +42,14 @@ class OnlineResult:
     ----------
     policy : str
     status : {"complete", "stalled"}
-        ``"stalled"``: the policy ran no job for :data:`~hetplace.online.simulator.STALL_ROUNDS`
-        rounds while jobs were waiting; job figures cover the finished jobs.
+        ``"stalled"``: no job advanced for :data:`~hetplace.online.simulator.STALL_ROUNDS`
+        rounds (plus the rounds the longest restart spans) while jobs were active and none
+        was about to arrive; job figures cover the finished jobs.
+    stalled : dict
+        ``{job_id: reason}`` for the jobs active when a stalled simulation stopped
+        (``{}`` when complete).
+    message : str
+        One line saying which jobs stalled and why (``""`` when complete).
     cluster : dict
     window : (int, int) or None
         The measured job ids ``first .. last - 1`` (None: all).
@@ -55,9 +72,13 @@ class OnlineResult:
         Seconds per call of ``policy.decide``.
     """
 
-    def __init__(self, runs, cluster, policy, round_s, restart, window, rounds, status, progress, seed):
+    def __init__(self, runs, cluster, policy, round_s, restart, window, rounds, status, progress, seed, stalled=None):
         self.policy, self.cluster, self.round_s, self.window, self.status = policy, dict(cluster), round_s, window, status
-        self.restart = restart if isinstance(restart, (str, int, float)) else dict(restart)
+        self.stalled = dict(stalled or {})
+        self.message = _stall_message(self.stalled, rounds, round_s) if status == "stalled" else ""
+        # as given, except numpy scalars (a number) and mappings (a plain dict), for JSON
+        self.restart = (restart if isinstance(restart, (str, int, float)) else
+                        dict(restart) if isinstance(restart, Mapping) else float(restart))
         self.seed = seed
         self.rounds = rounds
         n = len(runs)
@@ -115,7 +136,7 @@ class OnlineResult:
             "gpu_hours": self.gpu_hours, "decision_time_median": self.decision_time_median,
             "decision_time_p95": self.decision_time_p95, "rounds": int(self.rounds["time"].size),
             "round_s": self.round_s, "restart": self.restart, "window": list(self.window) if self.window else None,
-            "seed": self.seed, "cluster": self.cluster,
+            "seed": self.seed, "cluster": self.cluster, "message": self.message,
         }
         return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in out.items()}
 

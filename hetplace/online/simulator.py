@@ -14,11 +14,21 @@ from ..errors import InvalidOptionError
 from .progress import ProgressModel
 from .trace import Job
 
-__all__ = ["JobState", "ClusterState", "simulate", "parse_cluster", "STALL_ROUNDS"]
+__all__ = ["JobState", "ClusterState", "simulate", "parse_cluster", "STALL_ROUNDS", "MIN_ROUND_S", "MAX_SECONDS",
+           "MAX_ROUNDS"]
 
-#: Consecutive rounds in which active jobs exist, none arrives and the policy runs none, after
-#: which :func:`simulate` gives up (``status="stalled"``).
+#: Consecutive rounds in which active jobs exist, none arrives and no job advances, after which
+#: :func:`simulate` gives up (``status="stalled"``); a restart model adds the rounds its longest
+#: restart spans, so a job that keeps its GPUs through a long restart is not taken for stalled.
 STALL_ROUNDS = 1000
+#: Shortest round :func:`simulate` accepts (seconds): the round is the simulator's clock tick.
+MIN_ROUND_S = 1.0
+#: Latest arrival and longest round (seconds, about 31,700 years): far below where adding a round to
+#: the clock stops changing it (2**53 s).
+MAX_SECONDS = 1e12
+#: Most rounds a simulation may need: a trace whose last job cannot finish within this many rounds,
+#: even alone on its fastest allocation, is refused before the first round.
+MAX_ROUNDS = 10**8
 
 
 @dataclass(frozen=True)
@@ -115,10 +125,17 @@ def parse_cluster(cluster, table=None):
             f"cluster must be a dict {{gpu_type: n_gpus}} such as {{'v100': 36, 'p100': 36, 'k80': 36}}; "
             f"got {type(cluster).__name__}."
         )
+    from ..problem import MAX_WORKERS
+
     out = {}
     for g, n in cluster.items():
         if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral) or n < 0:
             raise InvalidOptionError(f"cluster[{g!r}] must be a non-negative integer of GPUs; got {n!r}.")
+        if n > MAX_WORKERS:
+            raise InvalidOptionError(
+                f"cluster[{g!r}] = {n!r} GPUs; hetplace handles at most {MAX_WORKERS:,} GPUs (workers) in a "
+                "cluster. Fix: simulate a smaller cluster."
+            )
         if table is not None and g not in table.types:
             raise InvalidOptionError(
                 f"cluster names GPU type {g!r}{f' (in {text!r})' if text else ''}, which the throughput table "
@@ -127,6 +144,11 @@ def parse_cluster(cluster, table=None):
         out[str(g)] = int(n)
     if sum(out.values()) < 1:
         raise InvalidOptionError(f"cluster must have at least one GPU; got {cluster!r}.")
+    if sum(out.values()) > MAX_WORKERS:
+        raise InvalidOptionError(
+            f"cluster has {sum(out.values()):,} GPUs; hetplace handles at most {MAX_WORKERS:,} GPUs (workers) in a "
+            "cluster. Fix: simulate a smaller cluster."
+        )
     return out
 
 
@@ -140,6 +162,7 @@ def _trace_iv(trace, table):
     for j in trace:
         if not isinstance(j, Job):
             raise InvalidOptionError(f"trace must hold hetplace.online.Job objects; got {type(j).__name__}.")
+        _job_iv(j)
         if j.job_id in ids:
             raise InvalidOptionError(f"trace has job_id {j.job_id} twice; job ids must be distinct.")
         ids.add(j.job_id)
@@ -148,10 +171,54 @@ def _trace_iv(trace, table):
                 f"trace job {j.job_id} needs a finite arrival >= 0 and total_steps > 0; got {j.arrival!r}, "
                 f"{j.total_steps!r}."
             )
-    for model in {j.model for j in trace}:
-        if model not in table.models:
-            raise InvalidOptionError(f"trace model {model!r} is not in the throughput table {table.path}.")
+        if j.arrival > MAX_SECONDS:
+            raise InvalidOptionError(
+                f"trace job {j.job_id}: arrival={j.arrival!r} s is beyond the simulator's clock ({MAX_SECONDS:g} s, "
+                "about 31,700 years). Fix: measure arrivals in seconds from the start of the trace."
+            )
+    known = set(table.models)
+    for j in trace:
+        if j.model not in known:
+            raise InvalidOptionError(
+                f"trace job {j.job_id}: model {j.model!r} is not in the throughput table {table.path}."
+            )
     return sorted(trace, key=lambda j: (j.arrival, j.job_id))
+
+
+def _job_iv(j):
+    """Check the fields of one :class:`Job` (types and ranges) before any of them is used."""
+    from ..problem import MAX_WORKERS
+
+    def integral(v):
+        return not isinstance(v, (bool, np.bool_)) and isinstance(v, numbers.Integral)
+
+    if not integral(j.job_id) or not 0 <= j.job_id < 2**63:
+        raise InvalidOptionError(
+            f"trace job {j.job_id!r}: job_id must be an integer in [0, 2**63) (the simulator marks free GPUs with "
+            f"-1); got {j.job_id!r}. Fix: number the jobs 0, 1, ..."
+        )
+    jid = int(j.job_id)
+    if not isinstance(j.model, str):
+        raise InvalidOptionError(
+            f"trace job {jid}: model must be a model string of the throughput table, e.g. 'ResNet-50 (batch size "
+            f"64)'; got {type(j.model).__name__} {j.model!r}."
+        )
+    for name in ("arrival", "total_steps"):
+        value = getattr(j, name)
+        if not is_real_scalar(value):
+            raise InvalidOptionError(
+                f"trace job {jid}: {name} must be a real number; got {type(value).__name__} {value!r}."
+            )
+    if not integral(j.scale_factor) or not 1 <= j.scale_factor <= MAX_WORKERS:
+        raise InvalidOptionError(
+            f"trace job {jid}: scale_factor must be a whole number of GPUs in [1, {MAX_WORKERS:,}]; got "
+            f"{type(j.scale_factor).__name__} {j.scale_factor!r}. Fix: pass e.g. 1, 2, 4 or 8."
+        )
+    d = j.duration
+    if not is_real_scalar(d) or not (math.isnan(float(d)) or 0 <= float(d) < math.inf):
+        raise InvalidOptionError(
+            f"trace job {jid}: duration must be a finite number of seconds >= 0, or NaN when unknown; got {d!r}."
+        )
 
 
 def _measure_iv(measure, trace):
@@ -275,9 +342,44 @@ def _setup_iv(table, cluster, round_s):
     elif not isinstance(table, GavelTable):
         raise InvalidOptionError(f"table must be a hetplace.data.GavelTable or None; got {type(table).__name__}.")
     cluster = parse_cluster(cluster, table)
-    if not is_real_scalar(round_s) or not (0 < float(round_s) < math.inf):
-        raise InvalidOptionError(f"round_s must be a positive, finite number of seconds; got {round_s!r}.")
+    if not is_real_scalar(round_s) or not (MIN_ROUND_S <= float(round_s) <= MAX_SECONDS):
+        raise InvalidOptionError(
+            f"round_s must be a number of seconds in [{MIN_ROUND_S:g}, {MAX_SECONDS:g}] (the simulator's clock "
+            f"tick); got {round_s!r}. Fix: pass e.g. 360 (Gavel's rounds) or 60."
+        )
     return table, cluster, float(round_s)
+
+
+def _rounds_iv(jobs, cluster, round_s, model, restart_of):
+    """Refuse a run that needs more than :data:`MAX_ROUNDS` rounds however well it is scheduled.
+
+    A lower bound on the rounds: each job alone on its fastest allocation of the cluster
+    (:meth:`ProgressModel.bound`) from its arrival; and the rounds the longest restart spans.
+    Jobs no type of the cluster can run are left out (they end the run ``stalled``).
+    """
+    types = [g for g, n in cluster.items() if n > 0]
+    K = sum(cluster.values())
+    best = {m: model.bound(m, K, types) for m in {j.model for j in jobs}}
+    end, worst = 0.0, None
+    for j in jobs:
+        if best[j.model] > 0:
+            e = j.arrival + j.total_steps / best[j.model]
+            if e > end:
+                end, worst = e, j
+    if end / round_s > MAX_ROUNDS:
+        raise InvalidOptionError(
+            f"round_s={round_s!r} would take at least {end / round_s:.3g} rounds: trace job {worst.job_id} "
+            f"(arrival={worst.arrival!r}, total_steps={worst.total_steps!r}) cannot finish before {end:.4g} s even "
+            "alone on its fastest "
+            f"allocation, and the simulator runs at most {MAX_ROUNDS:,} rounds. Fix: raise round_s to at least "
+            f"{end / MAX_ROUNDS:.3g} s or shorten the job."
+        )
+    longest = max(restart_of.values(), default=0.0)
+    if longest / round_s > MAX_ROUNDS:
+        raise InvalidOptionError(
+            f"restart={longest!r} s spans {longest / round_s:.3g} rounds of {round_s:g} s; the simulator runs at most "
+            f"{MAX_ROUNDS:,} rounds. Fix: pass a restart cost in seconds (Sia charges 15-250 s) or longer rounds."
+        )
 
 
 def simulate(trace, cluster, policy, round_s=360, restart="none", table=None, measure=None, seed=0, progress=True):
@@ -295,9 +397,12 @@ def simulate(trace, cluster, policy, round_s=360, restart="none", table=None, me
         ``name`` and ``decide(state) -> {job_id: {gpu_type: n_gpus}}``
         (optionally ``reset()`` or ``reset(seed=...)``, called first).
     round_s : float
-        Round length in seconds (Gavel: 360).
+        Round length in seconds (Gavel: 360), in [:data:`MIN_ROUND_S`, :data:`MAX_SECONDS`]
+        = [1, 1e12]; a trace whose last job could not finish within :data:`MAX_ROUNDS`
+        rounds even alone on its fastest allocation is refused.
     restart : "none", float or dict
-        Restart model of :class:`ProgressModel`.
+        Restart model of :class:`ProgressModel` (its longest restart spans at most
+        :data:`MAX_ROUNDS` rounds).
     table : hetplace.data.GavelTable, optional
         Default: the table shipped with hetplace.
     measure : (int, int), optional
@@ -312,14 +417,27 @@ def simulate(trace, cluster, policy, round_s=360, restart="none", table=None, me
     Returns
     -------
     OnlineResult
+        ``status="complete"``, or ``"stalled"`` when no job advanced for
+        :data:`STALL_ROUNDS` rounds (plus the rounds the longest restart spans)
+        while none was about to arrive, whatever the jobs held; ``stalled``
+        then says why for each active job (no GPUs, an allocation on which its
+        rate is 0, a restart at least as long as the round paid again every
+        round, ...).
 
     Raises
     ------
     InvalidOptionError
-        Bad trace, cluster (e.g. a GPU type the table lacks), round, restart
-        model, measure window, policy name, or a policy output that does not fit
+        Bad trace (every :class:`Job` field is checked: ``job_id`` an integer in
+        [0, 2**63) and unique, ``scale_factor`` a whole number in [1, 1,000,000],
+        ``arrival`` in [0, 1e12] s, ``total_steps`` finite and > 0, ``duration``
+        finite >= 0 or NaN, ``model`` in the table; the message names the job and
+        the field), cluster (a GPU type the table lacks, a count that is not a
+        non-negative integer, more than 1,000,000 GPUs), round, restart model,
+        measure window, policy name, or a policy output that does not fit
         (unknown job, unknown type, negative or non-integer count, a type over
-        its capacity); the message names the policy.
+        its capacity); the message names the policy.  An allocation on which a
+        job's rate is 0 is accepted (the job holds the GPUs idle, as a model
+        that does not fit would) and reported if it stalls the run.
 
     Notes
     -----
@@ -339,6 +457,8 @@ def simulate(trace, cluster, policy, round_s=360, restart="none", table=None, me
     model = ProgressModel(table, restart)
     jobs = _trace_iv(trace, table)
     window = _measure_iv(measure, jobs)
+    restart_of = {m: model.restart_time(m) for m in {j.model for j in jobs}}
+    _rounds_iv(jobs, cluster, round_s, model, restart_of)
     if isinstance(policy, str):
         policy = make_policy(policy)
     elif not callable(getattr(policy, "decide", None)):
@@ -360,10 +480,12 @@ def simulate(trace, cluster, policy, round_s=360, restart="none", table=None, me
     nxt = 0
     t = 0.0
     rnd = 0
-    stall = 0
+    stall = 0  # rounds in a row in which no job ran
+    still = 0  # rounds in a row in which no job advanced (whatever the jobs held)
+    still_limit = STALL_ROUNDS + math.ceil(max(restart_of.values(), default=0.0) / round_s)
     status = "complete"
+    stalled = {}
     rounds = {"time": [], "busy": [], "active": [], "running": [], "decision_time": []}
-    restart_of = {m: model.restart_time(m) for m in {j.model for j in jobs}}
     try:
         while to_finish:
             while nxt < len(jobs) and jobs[nxt].arrival <= t:
@@ -381,8 +503,9 @@ def simulate(trace, cluster, policy, round_s=360, restart="none", table=None, me
             decision = policy.decide(state)
             dt = time.perf_counter() - t0
             decision = _check_decision(decision, policy, active, cluster)
-            _map_gpus(decision, active, owner, t, restart_of)
+            restarted = _map_gpus(decision, active, owner, t, restart_of)
             busy, running = 0.0, 0
+            advanced = False
             n_active = len(active)
             done_now = []
             for jid, run in active.items():
@@ -403,8 +526,11 @@ def simulate(trace, cluster, policy, round_s=360, restart="none", table=None, me
                         run.done = run.job.total_steps
                         run.finish = t + held
                         done_now.append(jid)
+                        advanced = True
                     elif avail > 0:
+                        before = run.done
                         run.done += rate * avail
+                        advanced = advanced or run.done > before
                     run.time_run += held
                     run.attained += n * held
                     run.gpu_seconds += n * held
@@ -426,9 +552,12 @@ def simulate(trace, cluster, policy, round_s=360, restart="none", table=None, me
             rounds["active"].append(n_active)
             rounds["running"].append(running)
             rounds["decision_time"].append(dt)
-            stall = stall + 1 if (running == 0 and (nxt >= len(jobs) or jobs[nxt].arrival > t + round_s)) else 0
-            if stall >= STALL_ROUNDS:
+            waiting = nxt >= len(jobs) or jobs[nxt].arrival > t + round_s  # no arrival before the next round
+            stall = stall + 1 if (running == 0 and waiting) else 0
+            still = still + 1 if (not advanced and waiting) else 0
+            if stall >= STALL_ROUNDS or still >= still_limit:
                 status = "stalled"
+                stalled = _stall_reasons(active, restarted, model, round_s, restart_of, cluster)
                 break
             t += round_s
             rnd += 1
@@ -437,8 +566,36 @@ def simulate(trace, cluster, policy, round_s=360, restart="none", table=None, me
     return OnlineResult(
         runs=[runs[j.job_id] for j in jobs], cluster=cluster, policy=_policy_name(policy), round_s=round_s,
         restart=restart, window=window, rounds={k: np.asarray(v) for k, v in rounds.items()}, status=status,
-        progress=model, seed=seed,
+        progress=model, seed=seed, stalled=stalled,
     )
+
+
+def _stall_reasons(active, restarted, model, round_s, restart_of, cluster):
+    """``{job_id: why it made no progress}`` for the active jobs of a stalled simulation."""
+    out = {}
+    usable = [g for g, n in cluster.items() if n > 0]
+    for jid, run in active.items():
+        job = run.job
+        churn = (run.restart_left > 0 and restart_of[job.model] >= round_s and (jid in restarted or not run.alloc))
+        if run.alloc and model.steps_per_second(job.model, run.alloc) <= 0:
+            alloc = ", ".join(f"{n} {g}" for g, n in run.alloc.items())
+            why = (f"the policy gave it a zero-rate allocation ({alloc}): the throughput table has no figure "
+                   f"for {job.model!r} there (the model does not fit)")
+        elif churn:
+            why = (f"the policy preempts or moves it before a restart is paid ({run.restarts} restarts so far) and each "
+                   f"restart costs {restart_of[job.model]:g} s >= the round of {round_s:g} s, so it never runs")
+        elif run.alloc:
+            alloc = ", ".join(f"{n} {g}" for g, n in run.alloc.items())
+            why = f"it holds {alloc} but its steps no longer advance"
+        elif not usable or model.bound(job.model, sum(cluster.values()), usable) <= 0:
+            why = f"no GPU type of the cluster runs {job.model!r} (the table has no figure > 0 for it there)"
+        elif job.scale_factor > max(cluster[g] for g in usable):
+            why = (f"the policy gave it no GPUs (it asks for {job.scale_factor}; no type has that many: "
+                   f"{', '.join(f'{g}={n}' for g, n in cluster.items())})")
+        else:
+            why = "the policy gave it no GPUs"
+        out[int(jid)] = why
+    return out
 
 
 def _map_gpus(decision, active, owner, t, restart_of):
@@ -447,9 +604,11 @@ def _map_gpus(decision, active, owner, t, restart_of):
     A job whose counts per type are unchanged keeps its GPUs; the others
     first take back their own previous GPUs of a type that are still free,
     then the lowest free indices.  A job that held GPUs before and whose GPU
-    set changes (other GPUs, more, fewer, or none to some) restarts.
+    set changes (other GPUs, more, fewer, or none to some) restarts.  Returns the ids of the
+    jobs that restarted.
     """
     moved = []
+    restarted = set()
     for jid, run in active.items():
         new = decision.get(jid, {})
         if new == run.alloc:
@@ -474,9 +633,11 @@ def _map_gpus(decision, active, owner, t, restart_of):
         if new and run.time_run > 0 and changed:
             run.restarts += 1
             run.restart_left = restart_of[run.job.model]
+            restarted.add(run.job.job_id)
         if new and math.isnan(run.start):
             run.start = t
         run.gpus, run.alloc = gpus, dict(new)
         if new:
             run.types.update(new)
             run.max_gpus = max(run.max_gpus, sum(new.values()))
+    return restarted

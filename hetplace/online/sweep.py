@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import MissingDependencyError
+from ..errors import InvalidOptionError, MissingDependencyError
 
 __all__ = ["simulation_payloads", "run_simulations", "write_simulations"]
 
@@ -24,7 +24,13 @@ SWEEP_COLUMNS = ("policy", "rate", "seed", "status", "n_measured", "n_finished",
 
 def simulation_payloads(policies, rates, seeds, *, n_jobs, cluster, multi_gpu=False, restart="none", measure=None,
                         round_s=360.0, trace_path=None, progress=False, policy_options=None, job_table="current"):
-    """One plain-data task per (policy, rate, seed); a trace file fixes the trace (``rates`` then ignored)."""
+    """One plain-data task per (policy, rate, seed); a trace file fixes the trace (``rates`` then ignored).
+
+    Every input is checked here, before any task is dispatched, so a bad one is reported as
+    itself (an :class:`~hetplace.errors.InvalidOptionError` naming it), not as a failed task.
+    """
+    policies, rates, seeds = _sweep_iv(policies, rates, seeds, n_jobs, cluster, restart, measure, round_s,
+                                       trace_path, policy_options, job_table)
     rates = [None] if trace_path is not None else list(rates)
     out = []
     for policy, rate, seed in itertools.product(policies, rates, seeds):
@@ -34,6 +40,49 @@ def simulation_payloads(policies, rates, seeds, *, n_jobs, cluster, multi_gpu=Fa
                         trace_path=None if trace_path is None else str(trace_path), progress=progress,
                         policy_options=dict((policy_options or {}).get(policy, {}))))
     return out
+
+
+def _listed(name, values, example):
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise InvalidOptionError(f"{name} must be a list, e.g. {example}; got {type(values).__name__} {values!r}.")
+    values = list(values)
+    if not values:
+        raise InvalidOptionError(f"{name} must hold at least one value, e.g. {example}; got none.")
+    return values
+
+
+def _sweep_iv(policies, rates, seeds, n_jobs, cluster, restart, measure, round_s, trace_path, policy_options,
+              job_table):
+    """Check a sweep's inputs in the calling process; returns ``(policies, rates, seeds)`` as lists."""
+    from .._validation import check_choice, check_positive_int, check_seed, is_real_scalar
+    from .policies import make_policy
+    from .progress import ProgressModel
+    from .simulator import _setup_iv
+    from .trace import JOB_TABLES
+
+    table, _, _ = _setup_iv(None, cluster, round_s)
+    ProgressModel(table, restart)
+    if policy_options is not None and not isinstance(policy_options, dict):
+        raise InvalidOptionError(f"policy_options must be None or a dict {{policy: {{option: value}}}}; got "
+                                 f"{policy_options!r}.")
+    policies = _listed("policies", policies, "['smp', 'las-aware']")
+    for name in policies:
+        make_policy(name, **dict((policy_options or {}).get(name, {})))
+    seeds = _listed("seeds", seeds, "[0, 1, 2]")
+    for seed in seeds:
+        if check_seed(seed) is None:
+            raise InvalidOptionError("seeds must be non-negative integers (a trace and a policy are seeded); got None.")
+    if trace_path is None:
+        rates = _listed("rates", rates, "[2.6, 4.8]")
+        for rate in rates:
+            if not is_real_scalar(rate) or not 0 < float(rate) < math.inf:
+                raise InvalidOptionError(f"rates must be positive, finite numbers of jobs per hour; got {rate!r}.")
+        check_choice("job_table", job_table, JOB_TABLES)
+        check_positive_int("n_jobs", n_jobs, allow_none=False, maximum=10**7)
+    if measure is not None and (isinstance(measure, (str, bytes)) or not hasattr(measure, "__len__")
+                                or len(measure) != 2):
+        raise InvalidOptionError(f"measure must be None or (first, last) job ids, e.g. (4000, 5000); got {measure!r}.")
+    return policies, rates, seeds
 
 
 def _simulate_task(payload):
