@@ -11,7 +11,7 @@ from .errors import InvalidOptionError, InvalidProblemError
 __all__ = [
     "check_choice", "check_seed", "check_options", "check_positive_int", "check_time_limit",
     "REAL_MIN", "REAL_MAX", "COUNT_MAX", "float64_copy", "check_real_range", "exact_int_sum", "check_count_total",
-    "is_real_scalar", "as_real_array", "as_bool_array",
+    "is_real_scalar", "as_real_array", "as_bool_array", "nested_holds",
 ]
 
 
@@ -153,6 +153,31 @@ def check_count_total(name, values, limit=COUNT_MAX, error=InvalidOptionError, f
     if total > limit:
         raise error(f"{name} sums to {total}; at most {limit} is supported. {fix}".rstrip())
     return total
+
+
+# ------------------------------------------------------------------ nested sequences
+def nested_holds(value, types):
+    """True when the list or tuple ``value``, nested to any depth, holds an instance of ``types``.
+
+    Only lists and tuples are entered.  The walk keeps its own stack instead
+    of recursing, so a list nested 100,000 levels deep is checked like a flat
+    one (the recursive form raised ``RecursionError`` at a few thousand), and
+    it enters each container once, so a list that holds itself ends too.
+    Used where numpy would silently read an element (``True`` as 1) in a
+    nested list it has already accepted.
+    """
+    stack, entered = [value], set()
+    while stack:
+        seq = stack.pop()
+        if id(seq) in entered:
+            continue
+        entered.add(id(seq))
+        for v in seq:
+            if isinstance(v, types):
+                return True
+            if isinstance(v, (list, tuple)):
+                stack.append(v)
+    return False
 
 
 # ------------------------------------------------------------------ real numbers

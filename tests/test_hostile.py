@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 import hetplace as hp
 from hetplace import HetplaceError
 
-from hostile import FUZZ_SETTINGS, hostile_matrix, hostile_scalar, hostile_vector, mostly_ordinary
+from hostile import DEEP_STRUCTURES, FUZZ_SETTINGS, hostile_matrix, hostile_scalar, hostile_vector, mostly_ordinary
 from reference import brute_force_reference
 
 pytestmark = pytest.mark.timeout(600)
@@ -183,3 +183,14 @@ def test_hostile_option_values_are_rejected_or_honoured(option, value):
         assert str(exc)
         return
     _certify(problem, pl)
+
+
+@pytest.mark.parametrize("param", ["throughput", "type_counts", "batch", "iterations", "worker_speed", "available",
+                                   "current", "restart_time"])
+@pytest.mark.parametrize("value", DEEP_STRUCTURES, ids=["5k", "100k", "5k-bool", "self", "ragged-3k", "70"])
+def test_problem_rejects_structures_nested_thousands_deep(param, value):
+    # one class of the issue-20 campaign: no walk over user input may recurse
+    kw = dict(BASE, **NEEDS.get(param, {}))
+    kw[param] = value
+    with pytest.raises(HetplaceError):
+        hp.Problem(**kw)
