@@ -379,3 +379,44 @@ def test_augmenting_assignment_finds_the_first_uncoverable_job_like_enumeration(
             except InvalidProblemError as exc:  # another check (too few workers in total), not Hall's
                 assert "no placement gives every job a worker" not in str(exc)
     assert failing >= 50
+
+
+# ------------------------------------------------------------ immutable after pickle and copy
+_ARRAY_ATTRS = ("throughput", "type_counts", "batch", "iterations", "grad_bytes", "worker_speed", "worker_type",
+                "available", "available_counts", "class_speed", "work", "comm_coef", "min_workers", "max_workers",
+                "size_cost_spec", "current", "running", "restart_time", "restart_cost", "can_keep",
+                "worker_throughput", "comm_time", "size_cost", "jct_alone")
+
+
+def _read_only_everywhere(p):
+    """Every array a Problem holds or hands out: (name, array) pairs."""
+    out = [(name, getattr(p, name)) for name in _ARRAY_ATTRS]
+    out += [(f"worker_classes[{j}]", a) for j, a in enumerate(p.worker_classes)]
+    out += [(name, v) for name, v in vars(p).items() if isinstance(v, np.ndarray)]
+    return out
+
+
+@pytest.mark.parametrize("how", ["pickle", "pickle-5", "deepcopy", "copy"])
+@pytest.mark.parametrize("warm", [False, True], ids=["cold", "tables-built"])
+def test_problem_arrays_stay_read_only_after_pickle_and_copy(how, warm):
+    # pickle and copy.deepcopy rebuilt the arrays writable, though Problem is documented immutable
+    import copy
+    import pickle
+
+    p = make(worker_speed=[1.0, 0.5, 1.0], min_workers=[1, 1], max_workers=[2, 1], available=[True, True, False],
+             current=[0, 1, -1], restart_time=[3.0, 4.0])
+    if warm:
+        _read_only_everywhere(p)  # builds the cached tables, classes and jct_alone before the copy
+    q = {"pickle": lambda: pickle.loads(pickle.dumps(p)),
+         "pickle-5": lambda: pickle.loads(pickle.dumps(p, protocol=5)),
+         "deepcopy": lambda: copy.deepcopy(p), "copy": lambda: copy.copy(p)}[how]()
+    arrays = _read_only_everywhere(q)
+    assert len(arrays) >= len(_ARRAY_ATTRS) + 3
+    for name, arr in arrays:
+        assert not arr.flags.writeable, name
+        with pytest.raises(ValueError, match="read-only"):
+            arr[(0,) * arr.ndim] = arr[(0,) * arr.ndim]
+    for name, arr in _read_only_everywhere(p):  # the original too, and the copy equals it
+        assert not arr.flags.writeable, name
+        np.testing.assert_array_equal(arr, getattr(q, name) if hasattr(q, name) else arr)
+    assert q.to_dict() == p.to_dict()
