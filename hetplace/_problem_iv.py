@@ -17,7 +17,7 @@ from ._validation import (
 )
 from .errors import InvalidProblemError, InvalidProblemTypeError
 
-__all__ = ["MAX_WORKERS", "MAX_TABLE_CELLS", "min_worker_flow"]
+__all__ = ["MAX_WORKERS", "MAX_TABLE_CELLS", "min_worker_flow", "augmenting_assignment"]
 
 #: Most workers (the exact sum of ``type_counts``) a problem may have.
 MAX_WORKERS = 1_000_000
@@ -271,6 +271,97 @@ def min_worker_flow(allowed, capacity, demand):
     return flow, None
 
 
+def augmenting_assignment(choices, room, free_first=False):
+    """Give jobs ``0, 1, ...`` one slot each by augmenting paths (Kuhn's algorithm with capacities).
+
+    Jobs are served in index order; job ``i`` tries its slots in the order of
+    ``choices[i]``: a slot with room is taken at once, a full one is freed by
+    moving one of its holders (oldest first) to another slot, depth first,
+    each slot visited at most once per job.  The depth-first search runs on
+    an explicit stack, so a path through any number of jobs never meets
+    Python's recursion limit (a chain of 1,000 types did, in the recursive
+    form this replaces).
+
+    Parameters
+    ----------
+    choices : sequence of sequence of int
+        Slots (classes, or types) job ``i`` may take, in the order it tries them.
+    room : sequence of int
+        Jobs each slot holds at most.
+    free_first : bool, default False
+        Let every job on a path take any of its unvisited slots with room
+        before it frees a full one (the same jobs are placed, and the same
+        ``failed`` found, in fewer steps when slots are crowded; the slots
+        the jobs hold may differ).
+
+    Returns
+    -------
+    holders : list of list of int
+        The jobs holding each slot, in the order they came to hold it.
+    failed : int
+        The first job no augmenting path places (then ``holders`` places jobs
+        ``0 .. failed - 1``, and jobs ``0 .. failed`` need more slots than
+        they may use: Hall's condition fails), or -1 when every job is placed.
+
+    Notes
+    -----
+    H. W. Kuhn, *The Hungarian method for the assignment problem*, Naval
+    Research Logistics Quarterly 2, 1955 (augmenting paths); here with slot
+    capacities.  A slot's holders do not change while a path searches below
+    it (the slot is marked visited), so a frame keeps an index into them.
+    O(S E) in the worst case, O(S) when no path is needed.
+    """
+    holders = [[] for _ in range(len(room))]
+    seen = [-1] * len(room)  # the last job whose search visited the slot
+    for i in range(len(choices)):
+        # a frame: [job, next position in its choices, slot being freed (-1: none), holder tried there]
+        stack, placed = [[i, 0, -1, -1]], False
+        while stack:
+            frame = stack[-1]
+            if placed:  # the holder tried in this frame's slot moved on: this frame's job takes its place
+                h = holders[frame[2]]
+                del h[frame[3]]
+                h.append(frame[0])
+                stack.pop()
+                continue
+            if frame[2] >= 0:  # free the slot through its next holder
+                frame[3] += 1
+                h = holders[frame[2]]
+                if frame[3] < len(h):
+                    stack.append([h[frame[3]], 0, -1, -1])
+                    continue
+                frame[2] = -1
+            opts = choices[frame[0]]
+            if free_first and frame[1] == 0:
+                c = next((c for c in opts if seen[c] != i and len(holders[c]) < room[c]), -1)
+                if c >= 0:
+                    seen[c] = i
+                    holders[c].append(frame[0])
+                    placed = True
+                    stack.pop()
+                    continue
+            while frame[1] < len(opts):
+                c = opts[frame[1]]
+                frame[1] += 1
+                if seen[c] == i:
+                    continue
+                seen[c] = i
+                if len(holders[c]) < room[c]:
+                    holders[c].append(frame[0])
+                    placed = True
+                else:
+                    frame[2], frame[3] = c, -1
+                break
+            else:
+                stack.pop()  # no slot for this job: its parent tries its next holder
+                continue
+            if placed:
+                stack.pop()
+        if not placed:
+            return holders, i
+    return holders, -1
+
+
 def _names(value, name, n, prefix):
     if value is None:
         return tuple([prefix + i for i in map(str, range(n))])
@@ -384,37 +475,26 @@ def _check_minima(rho, counts, lo, type_names, all_up):
 def _check_coverable(rho, type_counts, up_counts, all_up):
     """Raise when no placement can give every job one worker (Hall's condition).
 
-    ``up_counts`` are the available workers per type; ``all_up`` is True when no worker is down.
+    ``up_counts`` are the available workers per type; ``all_up`` is True when
+    no worker is down.  Jobs are matched to types in index order by
+    :func:`augmenting_assignment` (no recursion); the first job it cannot
+    place is named.
     """
-    S, G = rho.shape
+    S = rho.shape[0]
     cap = up_counts.copy()
-    can = rho > 0
-    owner = [[] for _ in range(G)]  # jobs currently holding a slot of type g
-
-    def augment(i, seen):
-        for g in np.flatnonzero(can[i]):
-            if seen[g]:
-                continue
-            seen[g] = True
-            if len(owner[g]) < cap[g]:
-                owner[g].append(i)
-                return True
-            for j in list(owner[g]):
-                if augment(j, seen):
-                    owner[g].remove(j)
-                    owner[g].append(i)
-                    return True
-        return False
-
-    for i in range(S):
-        if not augment(i, np.zeros(G, dtype=bool)):
-            where = (f"type_counts = {type_counts.tolist()}" if all_up
-                     else f"the available workers per type, {cap.tolist()} (available marks some down),")
-            raise InvalidProblemError(
-                f"no placement gives every job a worker: job {i} (and the jobs before it) "
-                f"need more workers of the types they can run on than {where} "
-                "provides. Add workers of those types or remove jobs."
-            )
+    jobs, types = np.nonzero((rho > 0) & (cap > 0)[None, :])  # row-major: each job's types ascending
+    ends = np.cumsum(np.bincount(jobs, minlength=S)).tolist()
+    types = types.tolist()
+    choices = [types[a:b] for a, b in zip([0] + ends[:-1], ends)]
+    _, i = augmenting_assignment(choices, cap.tolist(), free_first=True)
+    if i >= 0:
+        where = (f"type_counts = {type_counts.tolist()}" if all_up
+                 else f"the available workers per type, {cap.tolist()} (available marks some down),")
+        raise InvalidProblemError(
+            f"no placement gives every job a worker: job {i} (and the jobs before it) "
+            f"need more workers of the types they can run on than {where} "
+            "provides. Add workers of those types or remove jobs."
+        )
 
 
 def _current_iv(current, restart_time, rho, worker_type, type_names, names):

@@ -19,6 +19,8 @@ O(K^2) (benchmarks/bench_baselines.py).
 
 import numpy as np
 
+from ._problem_iv import augmenting_assignment
+
 __all__ = ["equal_sizes", "equal_placement", "random_placement", "greedy_placement", "keep_greedy_placement"]
 
 
@@ -173,42 +175,15 @@ def _seed_by_matching(problem):
     """One worker per job from a bipartite matching of jobs to worker classes (always exists).
 
     Kuhn's augmenting paths on classes with capacities (their sizes), jobs in
-    index order, each trying its classes best first; then every class gives
-    its workers, lowest index first, to its jobs in index order.  The
-    depth-first search runs on an explicit stack of generators, so a path
-    through thousands of jobs does not hit Python's recursion limit.
+    index order, each trying its classes best first
+    (:func:`hetplace._problem_iv.augmenting_assignment`, the search the
+    Problem's own coverability check runs, without recursion); then every
+    class gives its workers, lowest index first, to its jobs in index order.
     """
     S, K = problem.n_jobs, problem.n_workers
     pool = _Pool(problem, np.full(K, -1, dtype=np.int64))
-    room = pool.free().tolist()
     classes = [pool.prefs[i, : pool.n_allowed[i]].tolist() for i in range(S)]
-    holders = [[] for _ in range(pool.n_classes)]
-
-    def augment(i, seen):
-        for c in classes[i]:
-            if seen[c]:
-                continue
-            seen[c] = True
-            if len(holders[c]) < room[c]:
-                holders[c].append(i)
-                return True
-            for j in list(holders[c]):
-                if (yield j):  # yield: "find job j another class, tell me if it worked"
-                    holders[c].remove(j)
-                    holders[c].append(i)
-                    return True
-        return False
-
-    for i in range(S):
-        seen = [False] * pool.n_classes
-        stack, result = [augment(i, seen)], None
-        while stack:
-            try:
-                stack.append(augment(stack[-1].send(result), seen))
-                result = None
-            except StopIteration as done:
-                stack.pop()
-                result = done.value
+    holders, _ = augmenting_assignment(classes, pool.free().tolist())  # every job placed: Problem checked it
     worker_job = np.full(K, -1, dtype=np.int64)
     for c, jobs in enumerate(holders):
         if jobs:

@@ -118,6 +118,11 @@ _CUT_X_MIN = 1e-3
 _SETUP_SECONDS_PER_NONZERO = {"SCIP": 2e-6, "HiGHS": 9e-6, "CP-SAT": 1.5e-6}
 #: Smallest objective coefficient of a job's compute variable (see _build_milp).
 _OBJ_COEF_MIN = 1e-6
+#: Largest objective coefficient of a job's keep variable in the normalised objective (see
+#: _build_milp): the normaliser grows with the largest restart cost a solver has to weigh, so
+#: restart_time up to 1e30 stays within what SCIP, CP-SAT and HiGHS represent (1e20 is their
+#: infinity, and CP-SAT scales the objective to integers).
+_OBJ_COEF_MAX = 1e6
 
 
 class ExactResult(Result):
@@ -357,9 +362,19 @@ def solve_exact(
     workers forces its current class counts ``cur_ic`` (``sum_b 2^b z_icb >=
     cur_ic keep_i`` where it runs now, ``n_i <= held_i keep_i + n_max_i (1 -
     keep_i)``) and the objective adds ``restart_cost_i (1 - keep_i)``; the
-    restart cost of a running job that cannot keep is a constant (objective
-    offset).  Throughputs are
-    normalised per job and the objective by the mean alone-JCT so
+    restart cost of a running job that cannot keep is a constant, which the
+    solver never sees: it is added to the solver's value and bound afterwards.
+    A restart that cannot pay -- ``restart_cost_i`` above the job's JCT cap
+    ``J_i`` (below) minus ``jct_alone_i``, so no placement as good as the
+    incumbent restarts job i -- fixes ``keep_i = 1`` and leaves the objective
+    (the same optima: only placements worse than the incumbent are cut).  So
+    every restart cost a solver weighs is at most the incumbent's total, and
+    ``restart_time`` anywhere in the supported range 1e-30..1e30 s gives
+    every solver a representable model (before, from about 1e13 s SCIP and
+    CP-SAT stopped proving optima and from 1e25 s ended in errors).  Throughputs are
+    normalised per job and the objective by the mean alone-JCT (or, when a
+    weighed restart cost would exceed 1e6 in those units, by that cost over
+    ``S * 1e6``: the JCTs are then below the solvers' tolerance of it) so
     coefficients are O(1).  Gap limits: relative 1e-9, absolute 1e-12.  SCIP
     runs without its aggregation separator and with at most 5 root cut rounds
     (faster on this model, same optima: docs/results.md §5).
@@ -694,8 +709,10 @@ def _improve_by_moves(problem, placement, rel, deadline=math.inf, max_steps=100)
 def _build_milp(pywraplp, solver_id, problem, upper=None, deadline=math.inf, grouping="classes", cuts="size"):
     """Build the MILP of the Notes of :func:`solve_exact`; return (solver, handles).
 
-    ``upper`` is the mean JCT of a known feasible placement (the incumbent):
-    sizes and throughputs that cannot beat it are left out of the model.
+    ``upper`` is a known feasible placement (the incumbent): sizes,
+    throughputs and restarts that cannot beat it are left out of the model.
+    ``handles["offset"]`` (s) is the mean restart loss every placement pays,
+    which the solver does not see: add it to the solver's value and bound.
     Raises :class:`_BudgetSpent` once ``deadline`` (a ``perf_counter`` time)
     has passed; the clock is checked in every per-job loop.
     """
@@ -710,7 +727,6 @@ def _build_milp(pywraplp, solver_id, problem, upper=None, deadline=math.inf, gro
     cap = K - (int(n_lo.sum()) - n_lo)
     rho = problem.worker_throughput
     r_hat = rate.max(axis=1)  # per-job throughput normaliser
-    scale = float(np.mean(problem.jct_alone))  # objective normaliser (s)
     with_comm = [bool(np.any(problem.comm_time[i] > 0)) for i in range(S)]
     # CP-SAT rounds continuous domains to its grid: widen bounds (never binding) by
     # a little more than one grid step so the rounded model stays feasible
@@ -750,6 +766,19 @@ def _build_milp(pywraplp, solver_id, problem, upper=None, deadline=math.inf, gro
     held = cur.sum(axis=1)
     keepable = [bool(problem.can_keep[i] and problem.restart_cost[i] > 0 and held[i] in sizes[i])
                 for i in range(S)]
+    # A restart of job i costs at least jct_alone_i + restart_cost_i of the total, so when that
+    # exceeds j_max_i no placement as good as the incumbent restarts it: keep_i is fixed to 1 and
+    # its cost leaves the objective (equivalent, and a 1e30 s cost never reaches a solver).  The
+    # restart costs left are each at most the incumbent's total; the rest of the running jobs
+    # restart in every placement, a constant added after the solve (``offset``).
+    forced_keep = [keepable[i] and problem.restart_cost[i] > j_max[i] - problem.jct_alone[i] for i in range(S)]
+    weighed = [keepable[i] and not forced_keep[i] for i in range(S)]
+    offset = float(sum(problem.restart_cost[i] for i in range(S) if not keepable[i])) / S
+    # objective normaliser (s): the mean alone-JCT, or more when a restart cost would weigh
+    # above _OBJ_COEF_MAX (then the JCTs are below the solvers' tolerance of that cost anyway)
+    scale = max(float(np.mean(problem.jct_alone)),
+                max((float(problem.restart_cost[i]) for i in range(S) if weighed[i]), default=0.0)
+                / (S * _OBJ_COEF_MAX))
     items = []  # per job: (class, bit, a = 2^b r_ic / r_hat_i)
     for i in range(S):
         _check_clock(deadline)
@@ -786,6 +815,8 @@ def _build_milp(pywraplp, solver_id, problem, upper=None, deadline=math.inf, gro
         _check_clock(deadline)
         u.append({n: solver.BoolVar(f"u_{i}_{n}") for n in sizes[i]} if with_comm[i] else None)
     keep = [solver.BoolVar(f"keep_{i}") if keepable[i] else None for i in range(S)]
+    for i in np.flatnonzero(forced_keep):
+        keep[i].SetBounds(1.0, 1.0)
 
     # ---------------------------------------------------------------- constraints
     inf = solver.infinity()
@@ -890,21 +921,22 @@ def _build_milp(pywraplp, solver_id, problem, upper=None, deadline=math.inf, gro
 
     # ---------------------------------------------------------------- objective
     # (1 / (S * scale)) * sum_i (w_i / r_hat_i * tau_i + sum_n comm_time[i, n] u_in
-    #                           + restart_cost_i (1 - keep_i))   (keep_i = 0 if absent)
+    #                           + restart_cost_i (1 - keep_i))   (jobs whose restart is weighed)
+    # + offset: the restart costs every placement pays, added to value and bound after the solve
     objective = solver.Objective()
     for i in range(S):
         objective.SetCoefficient(tau[i], coef[i] * sigma[i])
         if u[i] is not None:
             for n, v in u[i].items():
                 objective.SetCoefficient(v, problem.comm_time[i, n] / (S * scale))
-        if keep[i] is not None:
+        if weighed[i]:
             objective.SetCoefficient(keep[i], -float(problem.restart_cost[i]) / (S * scale))
-    if problem.replacing:
-        objective.SetOffset(float(problem.restart_cost.sum()) / (S * scale))  # the solvers report it too
+    if any(weighed):
+        objective.SetOffset(sum(float(problem.restart_cost[i]) for i in range(S) if weighed[i]) / (S * scale))
     objective.SetMinimization()
     _check_clock(deadline)
-    handles = {"z": z, "items": items, "members": members, "scale": scale, "n_classes": C, "nnz": nnz[0],
-               "n_keep": sum(v is not None for v in keep),
+    handles = {"z": z, "items": items, "members": members, "scale": scale, "offset": offset, "n_classes": C,
+               "nnz": nnz[0], "n_keep": sum(v is not None for v in keep), "n_forced_keep": int(sum(forced_keep)),
                "sizes_kept": int(sum(len(s) for s in sizes)),
                "sizes_usable": int(sum(min(c, r.size, int(m)) - int(lo) + 1
                                        for c, r, m, lo in zip(cap, r_sorted, problem.max_workers, n_lo)))}
@@ -912,20 +944,24 @@ def _build_milp(pywraplp, solver_id, problem, upper=None, deadline=math.inf, gro
 
 
 def _jct_caps(problem, upper):
-    """(S,): the largest JCT_i, restart loss excluded, of a placement whose mean is at most ``upper``.
+    """(S,): the largest JCT_i, restart loss excluded, of a placement at least as good as ``upper``.
 
-    Every placement has ``S * mean = sum_j (JCT_j + loss_j)`` with ``JCT_j >=
-    jct_alone_j`` and ``loss_j >= restart_cost_j`` for every running job that
+    ``upper`` is a :class:`~hetplace.placement.Placement` (or None).  Every
+    placement has ``S * mean = sum_j (JCT_j + loss_j)`` with ``JCT_j >=
+    jct_alone_j`` and ``loss_j = restart_cost_j`` for every running job that
     cannot keep its workers (it restarts in every placement), so
-    ``JCT_i <= S * upper - sum_{j != i} jct_alone_j - sum_j forced_j``.  The
-    slack (1e-9 of the total) absorbs round-off.  ``inf`` when ``upper`` is None.
+    ``JCT_i <= T - sum_{j != i} jct_alone_j`` with ``T`` the total of ``upper``
+    without those forced losses (summed without them, so a 1e30 s forced loss
+    does not swamp the JCTs).  The slack (1e-9 of ``T``) absorbs round-off.
+    ``inf`` when ``upper`` is None.
     """
     if upper is None:
         return np.full(problem.n_jobs, np.inf)
     alone = problem.jct_alone
-    total = problem.n_jobs * float(upper)
-    forced = float(np.sum(problem.restart_cost[problem.running & ~problem.can_keep]))
-    return total - (float(alone.sum()) - alone) - forced + 1e-9 * total
+    forced = problem.running & ~problem.can_keep
+    jct = problem.work / upper.aggregate_throughput + problem._comm(np.arange(problem.n_jobs), upper.sizes)
+    total = float(np.sum(jct) + np.sum(upper.restart_loss[~forced]))
+    return total - (float(alone.sum()) - alone) + 1e-9 * total
 
 
 def _tangent_points(lo, hi, count):
@@ -998,7 +1034,7 @@ def _solve_milp(problem, solver_key, time_limit, threads, verbose, t0, grouping=
     if time.perf_counter() > deadline:
         return out_of_time("by the greedy incumbent")
     try:
-        solver, h = _build_milp(pywraplp, solver_id, problem, upper=incumbent.mean_jct,
+        solver, h = _build_milp(pywraplp, solver_id, problem, upper=incumbent,
                                 deadline=deadline, grouping=grouping, cuts=cuts)
     except _BudgetSpent:
         return out_of_time("while building the model")
@@ -1035,6 +1071,7 @@ def _solve_milp(problem, solver_key, time_limit, threads, verbose, t0, grouping=
         "sizes_kept": h["sizes_kept"],
         "sizes_usable": h["sizes_usable"],
         "n_keep": h["n_keep"],
+        "n_forced_keep": h["n_forced_keep"],
         "build_time": build_time,
         "solve_time": solve_time,
         "solver_status_code": int(code),
@@ -1052,7 +1089,7 @@ def _solve_milp(problem, solver_key, time_limit, threads, verbose, t0, grouping=
                 if h["z"][i][j].solution_value() > 0.5:
                     counts[i, c] += 2 ** b
         worker_job = realise_counts(problem, counts, h["members"])
-        milp_objective = solver.Objective().Value() * h["scale"]
+        milp_objective = solver.Objective().Value() * h["scale"] + h["offset"]
         info["milp_objective"] = milp_objective
         if is_feasible(problem, worker_job):
             placement = evaluate(problem, worker_job, method="exact", info=info)
@@ -1063,7 +1100,7 @@ def _solve_milp(problem, solver_key, time_limit, threads, verbose, t0, grouping=
         except Exception:  # pragma: no cover
             bb = float("nan")
         if np.isfinite(bb):
-            solver_bound = bb * h["scale"]
+            solver_bound = bb * h["scale"] + h["offset"]
     info["solver_bound"] = solver_bound
     bound = weak_bound if solver_bound is None else max(weak_bound, solver_bound)
 

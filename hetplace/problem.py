@@ -226,11 +226,28 @@ class Problem:
         self.min_workers = _frozen(lo)
         self.max_workers = _frozen(hi)
         self.size_cost_spec = _frozen(np.stack([coef, -lo.astype(np.float64), hi.astype(np.float64)], axis=1))
-        self._capped = np.flatnonzero((hi < K) | (lo > 1))
+        self._capped = _frozen(np.flatnonzero((hi < K) | (lo > 1)))
         self._tables = {}
         self._classes = None
         self._set_restart(iv.current, iv.restart_time)
         self._jct_alone = None
+
+    def __setstate__(self, state):
+        """Restore a pickled or copied Problem with every array read-only again.
+
+        ``pickle`` and ``copy.deepcopy`` rebuild numpy arrays writable; the
+        attributes, the cached tables and the worker classes are frozen here
+        as the constructor froze them (``copy.copy`` shares the frozen arrays).
+        """
+        state = dict(state)
+        state["_tables"] = {name: _frozen(arr) for name, arr in state.get("_tables", {}).items()}
+        for name, value in state.items():
+            if isinstance(value, np.ndarray):
+                value.setflags(write=False)
+            elif isinstance(value, tuple) and value and all(isinstance(v, np.ndarray) for v in value):
+                for v in value:  # the worker classes
+                    v.setflags(write=False)
+        self.__dict__.update(state)
 
     def _set_restart(self, cur, rt):
         """Set ``current``, ``running``, ``restart_time``, ``restart_cost``, ``can_keep`` and ``replacing``."""

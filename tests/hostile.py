@@ -75,3 +75,24 @@ def hostile_matrix(rows, cols, elements=mostly_ordinary):
         st.lists(st.lists(elements, min_size=0, max_size=cols + 1), min_size=0, max_size=rows + 1),
         hostile_scalar,
     )
+
+
+def deeply_nested(depth, leaf=1.0):
+    """``[[...[leaf]...]]``: ``leaf`` in a list nested ``depth`` levels deep (built without recursion)."""
+    value = [leaf]
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+def self_containing():
+    """A list that holds itself (``a = [1.0]; a.append(a)``): no walk over it may recurse or loop."""
+    value = [1.0]
+    value.append(value)
+    return value
+
+
+#: Structures nested beyond Python's recursion limit (default 1000) and numpy's 64 dimensions:
+#: an entry point must reject them with a HetplaceError, never a RecursionError.
+DEEP_STRUCTURES = [deeply_nested(5_000), deeply_nested(100_000), deeply_nested(5_000, True), self_containing(),
+                   [1.0, deeply_nested(3_000)], (deeply_nested(70),)]

@@ -301,3 +301,122 @@ def test_problem_does_not_freeze_the_callers_float_arrays():
     with pytest.raises(InvalidProblemError):
         hp.Problem(bad, [1, 1], [4], [1.0])
     assert bad.flags.writeable
+
+
+# ------------------------------------------------------------ Hall's condition without recursion
+def _chain(n):
+    """n + 1 jobs on n + 1 single-worker types where placing the last job moves every other one.
+
+    Job k (k < n) may use types n - 1 - k and n - k and takes the first; the last job may use
+    only type 0, so its augmenting path runs through all n jobs before it finds type n free.
+    """
+    rho = np.zeros((n + 1, n + 1))
+    for k in range(n):
+        rho[k, n - 1 - k] = rho[k, n - k] = 1.0
+    rho[n, 0] = 1.0
+    return rho
+
+
+def _first_uncoverable_reference(can, counts):
+    """The first job i such that jobs 0..i cannot all get a worker (-1: none), by enumeration."""
+    import itertools
+
+    S = can.shape[0]
+    for i in range(S):
+        options = [np.flatnonzero(can[j] & (counts > 0)).tolist() for j in range(i + 1)]
+        if not any(np.all(np.bincount(pick, minlength=counts.size) <= counts)
+                   for pick in itertools.product(*options)):
+            return i
+    return -1
+
+
+def test_coverability_of_a_chain_of_a_thousand_types_does_not_recurse():
+    # the Hall's-condition check augmented recursively: RecursionError at about 1,000 types
+    for n in (1_000, 3_000):
+        rho = _chain(n)
+        p = hp.Problem(rho, np.ones(n + 1, dtype=int), 8, 1.0)
+        assert p.n_jobs == n + 1
+        wj = hp.place(p, method="greedy").worker_job  # the baselines' matching seed walks the same chain
+        assert hp.is_feasible(p, wj)
+    # the same chain with type n's worker moved to a type no job uses: the last job is named
+    with pytest.raises(InvalidProblemError, match=rf"job {n} \(and the jobs before it\)"):
+        hp.Problem(np.c_[rho, np.zeros(n + 1)], np.r_[np.ones(n, dtype=int), 0, 1], 8, 1.0)
+
+
+def test_coverability_of_two_thousand_sparse_single_worker_types_does_not_recurse():
+    rng = np.random.default_rng(20)
+    S = G = 2_000
+    rho = np.zeros((S, G))
+    perm = rng.permutation(G)
+    rho[np.arange(S), perm] = 1.0  # a perfect matching exists
+    for i in range(S):
+        rho[i, rng.choice(G, 3, replace=False)] = 2.0  # three more types each: RecursionError before
+    p = hp.Problem(rho, np.ones(G, dtype=int), 8, 1.0)
+    assert hp.is_feasible(p, hp.place(p, method="equal").worker_job)
+
+
+def test_augmenting_assignment_finds_the_first_uncoverable_job_like_enumeration():
+    from hetplace._problem_iv import augmenting_assignment
+
+    rng = np.random.default_rng(2020)
+    failing = 0
+    for _ in range(400):
+        S, G = int(rng.integers(1, 7)), int(rng.integers(1, 5))
+        can = rng.random((S, G)) < rng.uniform(0.2, 0.8)
+        counts = rng.integers(0, 3, G)
+        want = _first_uncoverable_reference(can, counts)
+        for free_first in (False, True):
+            choices = [np.flatnonzero(can[i]).tolist() for i in range(S)]
+            holders, failed = augmenting_assignment(choices, counts.tolist(), free_first=free_first)
+            assert failed == want, (can, counts, free_first)
+            placed = sorted(j for h in holders for j in h)
+            assert placed == list(range(S if failed < 0 else failed))
+            assert all(len(h) <= c and all(can[j, g] for j in h) for g, (h, c) in enumerate(zip(holders, counts)))
+        failing += want >= 0
+        if want < 0 and can.any(axis=1).all():
+            try:
+                hp.Problem(np.where(can, 1.0, 0.0), np.maximum(counts, 0), 8, 1.0)
+            except InvalidProblemError as exc:  # another check (too few workers in total), not Hall's
+                assert "no placement gives every job a worker" not in str(exc)
+    assert failing >= 50
+
+
+# ------------------------------------------------------------ immutable after pickle and copy
+_ARRAY_ATTRS = ("throughput", "type_counts", "batch", "iterations", "grad_bytes", "worker_speed", "worker_type",
+                "available", "available_counts", "class_speed", "work", "comm_coef", "min_workers", "max_workers",
+                "size_cost_spec", "current", "running", "restart_time", "restart_cost", "can_keep",
+                "worker_throughput", "comm_time", "size_cost", "jct_alone")
+
+
+def _read_only_everywhere(p):
+    """Every array a Problem holds or hands out: (name, array) pairs."""
+    out = [(name, getattr(p, name)) for name in _ARRAY_ATTRS]
+    out += [(f"worker_classes[{j}]", a) for j, a in enumerate(p.worker_classes)]
+    out += [(name, v) for name, v in vars(p).items() if isinstance(v, np.ndarray)]
+    return out
+
+
+@pytest.mark.parametrize("how", ["pickle", "pickle-5", "deepcopy", "copy"])
+@pytest.mark.parametrize("warm", [False, True], ids=["cold", "tables-built"])
+def test_problem_arrays_stay_read_only_after_pickle_and_copy(how, warm):
+    # pickle and copy.deepcopy rebuilt the arrays writable, though Problem is documented immutable
+    import copy
+    import pickle
+
+    p = make(worker_speed=[1.0, 0.5, 1.0], min_workers=[1, 1], max_workers=[2, 1], available=[True, True, False],
+             current=[0, 1, -1], restart_time=[3.0, 4.0])
+    if warm:
+        _read_only_everywhere(p)  # builds the cached tables, classes and jct_alone before the copy
+    q = {"pickle": lambda: pickle.loads(pickle.dumps(p)),
+         "pickle-5": lambda: pickle.loads(pickle.dumps(p, protocol=5)),
+         "deepcopy": lambda: copy.deepcopy(p), "copy": lambda: copy.copy(p)}[how]()
+    arrays = _read_only_everywhere(q)
+    assert len(arrays) >= len(_ARRAY_ATTRS) + 3
+    for name, arr in arrays:
+        assert not arr.flags.writeable, name
+        with pytest.raises(ValueError, match="read-only"):
+            arr[(0,) * arr.ndim] = arr[(0,) * arr.ndim]
+    for name, arr in _read_only_everywhere(p):  # the original too, and the copy equals it
+        assert not arr.flags.writeable, name
+        np.testing.assert_array_equal(arr, getattr(q, name) if hasattr(q, name) else arr)
+    assert q.to_dict() == p.to_dict()

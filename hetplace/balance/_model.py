@@ -18,7 +18,7 @@ import heapq
 
 import numpy as np
 
-from .._validation import COUNT_MAX, check_real_range, exact_int_sum
+from .._validation import COUNT_MAX, check_real_range, exact_int_sum, nested_holds
 from ..errors import InvalidOptionError, InvalidProblemError, InvalidProblemTypeError, SolverError
 
 __all__ = [
@@ -313,8 +313,10 @@ def _float_array_iv(value, name, what, scalar_ok=False):
     except (TypeError, ValueError):
         raw = None
     kind = None if raw is None else raw.dtype.kind
+    # a bool in a nested list numpy accepted is read as 0 or 1 without a word (nested_holds walks
+    # the nesting without recursion); a list numpy refused fails the conversion below instead
     if kind in ("b", "c", "U", "S", "M", "m", "V") or (kind == "O" and _has_bad_item(raw)) \
-            or (isinstance(value, (list, tuple)) and _has_bool(value)):
+            or (raw is not None and isinstance(value, (list, tuple)) and nested_holds(value, (bool, np.bool_))):
         got = {"b": "booleans", "c": "complex numbers", "U": "strings", "S": "strings"}.get(kind, f"dtype {raw.dtype}")
         raise InvalidProblemTypeError(f"{name} must be {what}{per} (real numbers); got {got}: {value!r:.80}.")
     try:
@@ -323,11 +325,6 @@ def _float_array_iv(value, name, what, scalar_ok=False):
         raise InvalidProblemTypeError(
             f"{name} must be {what}{per}; got {type(value).__name__} that numpy cannot convert to real numbers."
         ) from None
-
-
-def _has_bool(seq):
-    """True if a (nested) list or tuple holds a bool (numpy reads it as 0 or 1 without a word)."""
-    return any(isinstance(v, (bool, np.bool_)) or (isinstance(v, (list, tuple)) and _has_bool(v)) for v in seq)
 
 
 def _has_bad_item(arr):

@@ -19,7 +19,7 @@ from hetplace import HetplaceError
 from hetplace.balance import POLICIES, EpochPlan, LoadBalancer, largest_remainder, make_scenario, simulate
 import hetplace.balance as bl
 
-from hostile import EDGE_FLOATS, EDGE_INTS, FUZZ_SETTINGS, hostile_scalar, hostile_vector, mostly_ordinary
+from hostile import DEEP_STRUCTURES, EDGE_FLOATS, EDGE_INTS, FUZZ_SETTINGS, hostile_scalar, hostile_vector, mostly_ordinary
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -144,3 +144,24 @@ def test_time_model_helpers_keep_their_results():
     b, T = bl.optimal_integer_allocation(np.array([1.0, 2.0, 3.0]), 12, np.ones(3, np.int64), np.full(3, 12, np.int64))
     assert b.tolist() == [2, 4, 6] and T == 2.0
     assert bl.step_time(np.array([4.0, 4.0]), np.array([2.0, 0.0])).tolist() == [2.0, math.inf]
+
+
+@pytest.mark.parametrize("value", DEEP_STRUCTURES, ids=["5k", "100k", "5k-bool", "self", "ragged-3k", "70"])
+@pytest.mark.parametrize("call", [
+    lambda v: largest_remainder(v, 10),
+    lambda v: LoadBalancer(8, 2).observe(v),
+    lambda v: LoadBalancer(8, 2, memory_caps=v),
+    lambda v: LoadBalancer(8, 2, policy="gpu", knees=v),
+], ids=["largest_remainder", "observe", "memory_caps", "knees"])
+def test_lists_nested_thousands_deep_are_rejected_without_recursion(call, value):
+    # the hidden-bool check recursed: RecursionError at a few thousand levels (Problem() rejected them cleanly)
+    with pytest.raises(HetplaceError, match="numpy cannot convert"):
+        call(value)
+
+
+def test_a_bool_in_a_ragged_list_is_a_hetplace_error():
+    # numpy refused the list, then the bool check read raw.dtype of None: AttributeError
+    with pytest.raises(HetplaceError, match="numpy cannot convert"):
+        largest_remainder([[True], [1, 2]], 3)
+    with pytest.raises(HetplaceError, match="real numbers"):  # a bool numpy accepts is still refused
+        largest_remainder([[1.0, 2.0], [True, 1.0]], 3)
