@@ -11,7 +11,7 @@ from .errors import InvalidOptionError, InvalidProblemError
 __all__ = [
     "check_choice", "check_seed", "check_options", "check_positive_int", "check_time_limit",
     "REAL_MIN", "REAL_MAX", "COUNT_MAX", "float64_copy", "check_real_range", "exact_int_sum", "check_count_total",
-    "is_real_scalar", "as_real_array", "as_bool_array", "nested_holds", "MAX_ARRIVAL_ROUNDS", "check_arrival",
+    "is_real_scalar", "as_real_array", "as_bool_array", "nested_holds",
 ]
 
 
@@ -136,37 +136,6 @@ def check_real_range(name, arr, error=InvalidOptionError, fix="Rescale the units
             f"got {float(values[idx])!r}{at}. {fix}"
         )
     return arr
-
-
-#: Latest arrival a simulation accepts, in rounds of its clock: up to 2**22 rounds every time is
-#: a float64 within 2**-30 of a round of the true one, so ``finish - arrival`` (a JCT) keeps its
-#: digits.  Beyond, the clock loses them: at 1e17 s a JCT is a multiple of 16 s, at 1e30 s it
-#: came out as 0 (2**22 rounds of 360 s are 48 years).
-MAX_ARRIVAL_ROUNDS = 2**22
-
-
-def check_arrival(arrival, round_s, name="arrival", error=InvalidOptionError):
-    """``arrival`` (s) as a float, checked like every real input; raise ``error`` otherwise.
-
-    A real number (not a bool, string or complex), finite, ``>= 0``, with a
-    non-zero magnitude in [REAL_MIN, REAL_MAX], and at most
-    ``MAX_ARRIVAL_ROUNDS * round_s`` (``round_s``: the simulator's round
-    length, a positive float).  The message names ``name`` and the value.
-    """
-    if not is_real_scalar(arrival):
-        raise error(f"{name} must be a real number of seconds; got {arrival!r}.")
-    value = float(arrival)
-    if not (math.isfinite(value) and value >= 0):
-        raise error(f"{name} must be a finite number of seconds >= 0; got {arrival!r}.")
-    check_real_range(name, value, error=error, fix="Measure arrivals in seconds from the start of the trace.")
-    latest = MAX_ARRIVAL_ROUNDS * float(round_s)
-    if value > latest:
-        raise error(
-            f"{name} must be at most {MAX_ARRIVAL_ROUNDS} rounds of {float(round_s):g} s = {latest:g} s (beyond, "
-            f"the simulated clock cannot tell a job's finish from its arrival); got {arrival!r}. Measure "
-            "arrivals from the start of the trace, or use longer rounds."
-        )
-    return value
 
 
 def exact_int_sum(values):
