@@ -17,7 +17,8 @@ from hetplace._core._source import load
 from hetplace.smp import class_modes, worker_classes
 
 from reference import assignment_optimum_reference, is_local_optimum_reference, mean_jct_reference
-from test_smp import needs_cython, random_problem
+from methods import needs_cython
+from instances import random_problem
 
 AVAILABLE = [b for b in BACKENDS if unavailable(b) is None]
 HAVE_CYTHON = "cython" in AVAILABLE

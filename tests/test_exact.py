@@ -13,7 +13,8 @@ from hetplace import Problem
 from hetplace.errors import InvalidOptionError, InvalidProblemTypeError
 from hetplace.exact import ExactResult, solve_exact
 
-from instances import gavel_problem, idle_optimal, tiny_random
+from instances import idle_optimal, tiny_random
+from methods import EXACT, MILP_SOLVERS
 from reference import brute_force_reference, mean_jct_reference, type_dp_reference
 
 REL = 1e-9  # MILP optimum vs brute force / DP (relative, on the mean JCT)
@@ -29,11 +30,6 @@ def _close(a, b, rel=REL):
 def _tiny(seed):
     """Seeds cycle through the four (communication, per-worker speeds) combinations."""
     return tiny_random(seed, comm=seed % 2 == 0, speeds=(seed // 2) % 2 == 0)
-
-
-@pytest.fixture(scope="module")
-def gavel():
-    return gavel_problem
 
 
 # ---------------------------------------------------------------- (1) MILP == brute force
@@ -142,26 +138,29 @@ def test_dp_places_type_counts_in_worker_order():
 
 
 # ---------------------------------------------------------------- (3) solvers agree
-@pytest.mark.parametrize("solver", ["highs", "cp-sat"])
+OTHER_SOLVERS = [s for s in MILP_SOLVERS if s != "scip"]
+
+
+@pytest.mark.parametrize("solver", OTHER_SOLVERS)
 @pytest.mark.parametrize("seed", range(30))
 def test_other_solvers_agree_with_scip_tiny(solver, seed):
     p = _tiny(seed) if seed % 3 else idle_optimal(seed)
     ref = solve_exact(p, method="milp", solver="scip")
     res = solve_exact(p, method="milp", solver=solver)
     assert res.status == "optimal"
-    assert _close(res.objective, ref.objective, REL if solver == "highs" else CPSAT_REL)
+    assert _close(res.objective, ref.objective, REL if solver != "cp-sat" else CPSAT_REL)
     assert res.bound <= res.objective * (1 + CPSAT_REL)
-    assert res.solver == {"highs": "HiGHS", "cp-sat": "CP-SAT"}[solver]
+    assert res.solver == exact.SOLVERS[solver][1]
 
 
-@pytest.mark.parametrize("solver", ["highs", "cp-sat"])
+@pytest.mark.parametrize("solver", OTHER_SOLVERS)
 @pytest.mark.parametrize("K,S", [(8, 3), (12, 4), (16, 3)])
 def test_other_solvers_agree_with_dp_gavel(gavel, solver, K, S):
     p = gavel(5, K, S)
     ref = solve_exact(p, method="dp")
     res = solve_exact(p, method="milp", solver=solver)
     assert res.status == "optimal"
-    assert _close(res.objective, ref.objective, REL if solver == "highs" else CPSAT_REL)
+    assert _close(res.objective, ref.objective, REL if solver != "cp-sat" else CPSAT_REL)
 
 
 # ---------------------------------------------------------------- (4) time limit
@@ -179,7 +178,7 @@ def big_problem():
     return Problem(rho, [K // G] * G, batch, iters, grad, 1e9, rng.uniform(0.2, 1.0, K))
 
 
-@pytest.mark.parametrize("solver", ["scip", "highs", "cp-sat"])
+@pytest.mark.parametrize("solver", MILP_SOLVERS)
 def test_time_limit_is_honoured(big_problem, solver):
     t = time.perf_counter()
     res = solve_exact(big_problem, method="milp", solver=solver, time_limit=1, threads=1)
@@ -339,7 +338,6 @@ def test_errors_are_value_errors():
 
 
 # ---------------------------------------------------------------- (6) hostile input: no lies
-MILP_SOLVERS = ("scip", "cp-sat", "highs")
 #: instances of the differential test; HETPLACE_EXACT_DIFF=2000 runs more on demand
 N_DIFF = int(os.environ.get("HETPLACE_EXACT_DIFF", "200"))
 
@@ -466,7 +464,8 @@ def test_infeasible_claim_is_reported_as_error(monkeypatch):
 
 
 # ---------------------------------------------------------------- (7) max_workers
-METHOD_SOLVERS = [("dp", "scip"), ("brute", "scip"), ("auto", "scip")] + [("milp", s) for s in MILP_SOLVERS]
+#: every exact row of tests/methods.py (the default solver where the method takes none)
+METHOD_SOLVERS = [(m.options["exact_method"], m.options.get("solver", "scip")) for m in EXACT]
 
 
 @pytest.mark.parametrize("method,solver", METHOD_SOLVERS)

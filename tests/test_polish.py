@@ -10,7 +10,7 @@ from hetplace.baselines import random_placement
 from hetplace._core._registry import BACKENDS, kernels, unavailable
 
 from reference import is_local_optimum_reference, mean_jct_reference
-from test_smp import random_problem
+from instances import random_problem
 
 AVAILABLE = [b for b in BACKENDS if unavailable(b) is None]
 polish_impl = kernels("python").polish
