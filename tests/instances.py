@@ -23,6 +23,7 @@ import functools
 import math
 
 import numpy as np
+import pytest
 
 from hetplace import Problem, evaluate, solve_exact
 from hetplace.baselines import random_placement
@@ -45,6 +46,7 @@ __all__ = [
     "departure",
     "plain",
     "gavel_arrival",
+    "seeds",
     "GAVEL_TYPES",
     "GRAD_BYTES",
     "BANDWIDTH",
@@ -55,6 +57,17 @@ GAVEL_TYPES = ("k80", "p100", "v100")
 GRAD_BYTES = DEFAULT_GRAD_BYTES
 #: ~10 Gbit/s per worker link
 BANDWIDTH = 1.25e9
+
+
+def seeds(total, fast, start=0):
+    """Seeds ``start .. start+total-1`` for ``parametrize``: the first ``fast`` in the default run.
+
+    The rest are marked ``slow`` (``python -m pytest -m slow`` runs them), so the
+    fast run keeps a seeded sample of a differential campaign and the slow run
+    its full range, with the same instance for the same seed in both.
+    """
+    return [s if s < start + fast else pytest.param(s, marks=pytest.mark.slow)
+            for s in range(start, start + total)]
 
 
 def _split(rng, total, parts, minimum=1):
