@@ -9,7 +9,7 @@ that say ``optimal``, equal to it.  Any other exception fails the test; a hang
 is ended by the per-test timeout.
 
 Budget: :func:`hostile.fuzz_given` -- ``HETPLACE_FUZZ_FAST`` examples per test in the default run
-(default 10), ``HETPLACE_FUZZ_EXAMPLES`` under ``-m fuzz`` (default 200).
+(default 10), ``HETPLACE_FUZZ_EXAMPLES`` under ``-m fuzz`` (default 100).
 """
 
 import math

@@ -10,7 +10,7 @@ and every backend (python, numba, cython) gives the same answer or the same
 error.  Never another exception, a crash, a hang or a giant allocation.
 
 Budget: :func:`hostile.fuzz_given` -- ``HETPLACE_FUZZ_FAST`` examples per entry point in the
-default run (default 10), ``HETPLACE_FUZZ_EXAMPLES`` under ``-m fuzz`` (default 200); each
+default run (default 10), ``HETPLACE_FUZZ_EXAMPLES`` under ``-m fuzz`` (default 100); each
 test also has a timeout.  Run with
 ``--hypothesis-show-statistics`` to see the outcomes per entry point.
 """
