@@ -21,7 +21,8 @@ import pytest
 from hetplace import exact, place
 from hetplace.smp import _cython_available
 
-__all__ = ["Method", "METHODS", "EXACT", "HEURISTIC", "SMP", "MILP_SOLVERS", "EXACT_REL", "CPSAT_REL", "by_name", "run", "rows_for", "needs_cython"]
+__all__ = ["Method", "METHODS", "EXACT", "HEURISTIC", "SMP", "MILP_SOLVERS", "EXACT_REL", "CPSAT_REL",
+           "by_name", "run", "rows_for", "needs_cython"]
 
 
 @dataclasses.dataclass(frozen=True)

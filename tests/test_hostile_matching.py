@@ -357,7 +357,7 @@ def test_unrank_category_hostile(rank, K, S, exact, data):
 
 
 @fuzz_given(st.one_of(st.integers(-1, 14), st.sampled_from(EDGE_INTS + ODD)), st.one_of(st.integers(-1, 14), st.sampled_from(EDGE_INTS + ODD)),
-       exact_flag, st.one_of(st.sampled_from([1, 10, 1000, cat.ENUMERATE_LIMIT, 2**62, 2**64]), st.sampled_from([0, -1, True, 2.5, None])))
+            exact_flag, st.one_of(st.sampled_from([1, 10, 1000, cat.ENUMERATE_LIMIT, 2**62, 2**64]), st.sampled_from([0, -1, True, 2.5, None])))
 def test_enumerate_categories_hostile(K, S, exact, limit):
     if isinstance(K, int) and not isinstance(K, bool) and 1 <= K <= 14 and isinstance(S, bool):
         S = int(S)  # a bool n_jobs is an error; keep some of these draws for valid ones instead
@@ -374,9 +374,9 @@ def test_enumerate_categories_hostile(K, S, exact, limit):
 
 
 @fuzz_given(hostile_scalar | st.sampled_from([2**40, 2**62, 10**6]), hostile_scalar,
-       st.one_of(st.integers(-1, 40), st.sampled_from([0, 2**31, 2**40, 2**63, 2**64, 10**9, True, 3.0, None])),
-       st.one_of(st.integers(0, 2**64 - 1), st.sampled_from([-1, 2**64, None, 1.5, True])),
-       exact_flag, st.sampled_from(["uniform", "weighted", "uniform", "weighted", "best"]), st.data())
+            st.one_of(st.integers(-1, 40), st.sampled_from([0, 2**31, 2**40, 2**63, 2**64, 10**9, True, 3.0, None])),
+            st.one_of(st.integers(0, 2**64 - 1), st.sampled_from([-1, 2**64, None, 1.5, True])),
+            exact_flag, st.sampled_from(["uniform", "weighted", "uniform", "weighted", "best"]), st.data())
 def test_sample_categories_hostile(K, S, N, seed, exact, method, data):
     if data.draw(st.booleans()):  # mostly valid arguments, small or huge K
         K = data.draw(st.one_of(st.integers(1, 30), st.sampled_from([2**40, 2**62, 10**6, 10**7])))

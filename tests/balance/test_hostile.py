@@ -35,7 +35,7 @@ def _check_shares(out, total, lower, upper, n):
 
 
 @fuzz_given(hostile_vector(4, st.one_of(st.floats(0, 1e300), st.sampled_from(EDGE_FLOATS), hostile_scalar)),
-       counts, st.one_of(st.integers(0, 3), hostile_scalar), st.one_of(st.just(np.inf), counts, hostile_scalar))
+            counts, st.one_of(st.integers(0, 3), hostile_scalar), st.one_of(st.just(np.inf), counts, hostile_scalar))
 def test_largest_remainder_is_valid_or_a_hetplace_error(x, total, lower, upper):
     try:
         out = largest_remainder(x, total, lower=lower, upper=upper)
@@ -46,8 +46,8 @@ def test_largest_remainder_is_valid_or_a_hetplace_error(x, total, lower, upper):
 
 
 @fuzz_given(counts, st.integers(1, 5), st.sampled_from(POLICIES), st.one_of(st.none(), hostile_vector(3, counts)),
-       st.one_of(st.just(1), counts), st.lists(hostile_vector(3, times), min_size=1, max_size=4),
-       st.one_of(st.none(), hostile_vector(3, mostly_ordinary)))
+            st.one_of(st.just(1), counts), st.lists(hostile_vector(3, times), min_size=1, max_size=4),
+            st.one_of(st.none(), hostile_vector(3, mostly_ordinary)))
 def test_load_balancer_is_valid_or_a_hetplace_error(B, n, policy, caps, min_batch, steps, signal):
     if caps is not None and isinstance(caps, list) and len(caps) == 3:
         caps = caps[:n] + [10**9] * (n - len(caps[:n]))
@@ -70,7 +70,7 @@ def test_load_balancer_is_valid_or_a_hetplace_error(B, n, policy, caps, min_batc
 
 
 @fuzz_given(counts, counts, st.one_of(st.integers(0, 5), hostile_scalar), st.one_of(st.integers(0, 3), hostile_scalar),
-       st.one_of(st.integers(0, 3), hostile_scalar), hostile_vector(2, counts))
+            st.one_of(st.integers(0, 3), hostile_scalar), hostile_vector(2, counts))
 def test_epoch_plan_is_valid_or_a_hetplace_error(N, B, seed, epoch, iteration, sizes):
     try:
         plan = EpochPlan(N, B, seed=seed)
@@ -83,7 +83,7 @@ def test_epoch_plan_is_valid_or_a_hetplace_error(N, B, seed, epoch, iteration, s
 
 
 @fuzz_given(st.sampled_from(["cpu", "gpu", "fl", "naive", "static", "bsp"]),
-       st.fixed_dictionaries({}, optional={
+            st.fixed_dictionaries({}, optional={
            "n_workers": st.one_of(st.integers(1, 6), hostile_scalar),
            "iterations": st.one_of(st.integers(1, 30), hostile_scalar),
            "jitter": st.one_of(st.floats(0, 0.5), hostile_scalar),
@@ -92,8 +92,8 @@ def test_epoch_plan_is_valid_or_a_hetplace_error(N, B, seed, epoch, iteration, s
            "step_rate": st.one_of(st.none(), st.floats(0, 1), hostile_scalar),
            "deadline_factor": st.one_of(st.floats(0.1, 10), hostile_scalar),
            "seed": st.one_of(st.integers(0, 10), hostile_scalar),
-       }),
-       st.one_of(st.just(True), hostile_scalar))
+            }),
+            st.one_of(st.just(True), hostile_scalar))
 @example("cpu", {"step_rate": 2.225073858507e-311}, True)  # found by the fuzzer: 1 / rate overflowed to inf
 def test_simulate_is_valid_or_a_hetplace_error(policy, options, signals):
     options.setdefault("iterations", 20)
