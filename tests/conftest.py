@@ -24,7 +24,7 @@ from methods import METHODS
 
 
 def pytest_report_header(config):
-    rows = ", ".join(m.name for m in METHODS if m.available())
+    rows = ", ".join(m.name for m in METHODS if m.runnable())
     return [f"hetplace methods under test: {rows}",
             f"fuzzing budgets: {FAST_EXAMPLES} examples (fast run), {FUZZ_EXAMPLES} (-m fuzz)"]
 

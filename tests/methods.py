@@ -46,14 +46,18 @@ class Method:
         Refuses per-worker speeds (the type DP).
     max_assignments : int or None
         Largest ``(n_jobs + 1) ** n_workers`` it accepts (brute force).
+    bounds : bool
+        Honours size bounds (``Problem(min_workers=, max_workers=)``); test_bounds.py checks it.
+    down_workers : bool
+        Leaves down workers (``Problem(available=)``) idle; test_available.py checks it.
     restart_aware : bool
         Prices the restart cost of ``Problem(current=, restart_time=)`` in its choice
         (every row must still return a valid placement of such a problem).
     needs : str or None
         ``"cython"`` when it needs the compiled extensions.
 
-    Every row honours size bounds (``min_workers``/``max_workers``) and leaves down
-    workers (``available``) idle: that is what the feature tests check.
+    Today every row supports bounds and down workers; a row that cannot says so here,
+    and :meth:`applies` then keeps it from problems that use the feature.
     """
 
     name: str
@@ -63,16 +67,20 @@ class Method:
     rel: "float | None" = None
     uniform_speeds_only: bool = False
     max_assignments: "int | None" = None
+    bounds: bool = True
+    down_workers: bool = True
     restart_aware: bool = False
     needs: "str | None" = None
 
-    def available(self):
+    def runnable(self):
         """Whether this machine can run the row (the Cython backend is built)."""
         return self.needs != "cython" or _cython_available()
 
     def applies(self, problem):
-        """Whether the row accepts ``problem`` (speeds, size) on this machine."""
-        if not self.available():
+        """Whether the row accepts ``problem`` (its features, speeds and size) on this machine."""
+        if not self.runnable():
+            return False
+        if (problem.bounded and not self.bounds) or (not problem.available.all() and not self.down_workers):
             return False
         if self.uniform_speeds_only and exact._dp_refusal(problem) is not None:
             return False

@@ -21,7 +21,7 @@ from reference import brute_force_reference, mean_jct_reference
 
 BACKENDS = tuple(m.options["backend"] for m in SMP if m.options["backend"] != "auto")
 #: beyond the table: SMP's ordinal matching
-EXTRA = [("smp", dict(backend="cython" if by_name("smp-cython").available() else "numba", matching="ordinal"))]
+EXTRA = [("smp", dict(backend="cython" if by_name("smp-cython").runnable() else "numba", matching="ordinal"))]
 
 
 def _idle_down(problem, worker_job):

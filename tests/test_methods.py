@@ -36,6 +36,11 @@ def test_every_milp_solver_is_in_the_table():
     assert len(rows) == len({v[0] for v in hetplace.exact.SOLVERS.values()})
 
 
+def test_every_row_supports_bounds_and_down_workers():
+    """No row opts out of a feature test today; one that must shall change this test on purpose."""
+    assert all(m.bounds and m.down_workers for m in METHODS)
+
+
 def test_names_are_unique_and_found():
     assert len({m.name for m in METHODS}) == len(METHODS)
     assert all(by_name(m.name) is m for m in METHODS)
@@ -47,7 +52,7 @@ def test_every_row_runs_and_the_exact_ones_agree():
     """Every row that applies gives a placement; the exact rows the same optimum (to their ``rel``)."""
     p = tiny_random(4, n_workers=5, n_jobs=2, speeds=False)
     rows = rows_for(p)
-    assert {m.name for m in METHODS if m.available()} == {m.name for m in rows}  # tiny, uniform: all apply
+    assert {m.name for m in METHODS if m.runnable()} == {m.name for m in rows}  # tiny, uniform: all apply
     best = min(hetplace.place(p, method=m.method, seed=3, **m.options).mean_jct for m in rows if m.exact)
     for m in rows:
         pl = hetplace.place(p, method=m.method, seed=3, **m.options)

@@ -213,7 +213,7 @@ def _rebuilt(p, **kw):
 #: every row of tests/methods.py whose digits hetplace decides (a MILP solver may round a
 #: scaled model differently and pick another of tied optima)
 EDGE_METHODS = [(m.method, dict(m.options)) for m in METHODS
-                if m.available() and m.options.get("exact_method") not in ("milp", "auto")]
+                if m.runnable() and m.options.get("exact_method") not in ("milp", "auto")]
 
 
 @pytest.mark.parametrize("seed", range(6))
