@@ -8,26 +8,75 @@ always the same: *a valid result that passes the project's own certificate
 checks, or a* :class:`hetplace.HetplaceError` -- never another exception, a
 signal, a hang (pytest-timeout guards each test) or a silently wrong answer.
 
-The number of examples per test is ``HETPLACE_FUZZ_EXAMPLES`` (default 25, so
-the CI run stays short); set it to thousands for a long run on demand.
+Each fuzzing test (decorated with :func:`fuzz_given` instead of ``@given``) runs
+twice: with ``FAST_EXAMPLES`` examples in the default run (env
+``HETPLACE_FUZZ_FAST``, default 10) and with ``FUZZ_EXAMPLES`` under the
+``fuzz`` mark (``python -m pytest -m fuzz``; env ``HETPLACE_FUZZ_EXAMPLES``,
+default 100, 2-4 times the budget the whole suite ran before; set it to thousands for a long campaign).
 """
 
+import functools
+import inspect
 import os
 
 import numpy as np
-from hypothesis import HealthCheck, settings
+import pytest
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-#: Examples per fuzzing test (env ``HETPLACE_FUZZ_EXAMPLES``).
-FUZZ_EXAMPLES = int(os.environ.get("HETPLACE_FUZZ_EXAMPLES", "25"))
+__all__ = [
+    "FAST_EXAMPLES", "FUZZ_EXAMPLES", "FUZZ_BUDGETS", "FUZZ_SETTINGS", "fuzz_given", "EDGE_FLOATS", "EDGE_INTS",
+    "WRONG_KINDS", "hostile_scalar", "mostly_ordinary", "hostile_vector", "hostile_matrix",
+]
 
-#: Settings for every fuzzing test: bounded budget, no deadline (first calls compile).
+#: Examples per fuzzing test in the default (fast) run (env ``HETPLACE_FUZZ_FAST``).
+FAST_EXAMPLES = int(os.environ.get("HETPLACE_FUZZ_FAST", "10"))
+#: Examples per fuzzing test under ``-m fuzz`` (env ``HETPLACE_FUZZ_EXAMPLES``).
+FUZZ_EXAMPLES = int(os.environ.get("HETPLACE_FUZZ_EXAMPLES", "100"))
+#: The two budgets as pytest parameters: ``fast`` in the default run, ``fuzz`` marked
+#: (with a timeout that grows with the budget: 6 s per example, at least 10 minutes).
+FUZZ_BUDGETS = [
+    pytest.param(FAST_EXAMPLES, id="fast"),
+    pytest.param(FUZZ_EXAMPLES, id="fuzz", marks=[pytest.mark.fuzz, pytest.mark.timeout(max(600, 6 * FUZZ_EXAMPLES))]),
+]
+
+#: Settings for every fuzzing test: no deadline (first calls compile); derandomized on CI.
 FUZZ_SETTINGS = settings(
-    max_examples=FUZZ_EXAMPLES,
     deadline=None,
     derandomize=os.environ.get("CI") == "true",
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
 )
+
+
+def fuzz_given(*strategies, **kw_strategies):
+    """``@given(...)`` under :data:`FUZZ_SETTINGS`, run once per budget of :data:`FUZZ_BUDGETS`.
+
+    The test gets a ``fuzz_budget`` parameter (ids ``fast`` and ``fuzz``); its other
+    parameters (pytest's ``parametrize`` arguments and fixtures) pass through.
+    """
+
+    def decorate(test):
+        variants = {}
+
+        def variant(budget):
+            if budget not in variants:
+                variants[budget] = settings(FUZZ_SETTINGS, max_examples=budget)(
+                    given(*strategies, **kw_strategies)(test))
+            return variants[budget]
+
+        outer = inspect.signature(variant(FAST_EXAMPLES))  # what @given leaves for pytest to fill
+
+        @functools.wraps(test)
+        def run(fuzz_budget, **kwargs):
+            variant(fuzz_budget)(**kwargs)
+
+        run.__dict__.pop("hypothesis_explicit_examples", None)  # @example belongs to the variants' @given
+        budget = inspect.Parameter("fuzz_budget", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        run.__signature__ = outer.replace(parameters=[budget, *outer.parameters.values()])
+        return pytest.mark.parametrize("fuzz_budget", FUZZ_BUDGETS)(run)
+
+    return decorate
+
 
 #: Real numbers at the edges of float64 and of the supported range.
 EDGE_FLOATS = [

@@ -1,4 +1,9 @@
-"""Seeded instance generators for tests and benchmarks (never global RNG).
+"""The seeded random-instance generators of the test suite (never global RNG): one module.
+
+Every test builds its instances here (or through :mod:`hetplace.instances`, the
+library's own generators), so a family is defined once and the same seed gives
+the same instance in every test that uses it (the expected values of the tests
+depend on that).  Slow, obviously correct references are in ``tests/reference.py``.
 
 - :func:`tiny_random`: small random problems (K <= 7) for brute-force checks,
   with/without communication and per-worker speeds.
@@ -6,16 +11,24 @@
   worker idle optimal.
 - :func:`gavel_problem`: type-homogeneous problems (speeds 1) from the Gavel
   throughput table shipped with hetplace (:func:`hetplace.data.gavel_path`, docs/model.md §7.1).
+- :func:`random_problem`: SMP's differential family (K up to 16, G up to 4, some
+  zero throughputs, speeds and communication drawn).
+- :func:`with_bounds` / :func:`bounded_instances`: the same with random size bounds.
+- :func:`with_down` / :func:`down_instances`: the same with some workers down.
+- :func:`arrival`, :func:`departure`, :func:`plain`, :func:`gavel_arrival`:
+  re-placement problems (``current``, ``restart_time``) where one job arrives or
+  leaves, built on :func:`tiny_random` and :func:`gavel_problem`.
 """
 import functools
 import math
 
 import numpy as np
+import pytest
 
+from hetplace import Problem, evaluate, solve_exact
+from hetplace.baselines import random_placement
 from hetplace.data import DEFAULT_GRAD_BYTES, gavel_path
 from hetplace.data import load_gavel as load_gavel_table
-
-from hetplace import Problem
 from hetplace.errors import InvalidProblemError
 
 __all__ = [
@@ -24,6 +37,16 @@ __all__ = [
     "gavel_path",
     "load_gavel",
     "gavel_problem",
+    "random_problem",
+    "with_bounds",
+    "bounded_instances",
+    "with_down",
+    "down_instances",
+    "arrival",
+    "departure",
+    "plain",
+    "gavel_arrival",
+    "seeds",
     "GAVEL_TYPES",
     "GRAD_BYTES",
     "BANDWIDTH",
@@ -34,6 +57,17 @@ GAVEL_TYPES = ("k80", "p100", "v100")
 GRAD_BYTES = DEFAULT_GRAD_BYTES
 #: ~10 Gbit/s per worker link
 BANDWIDTH = 1.25e9
+
+
+def seeds(total, fast, start=0):
+    """Seeds ``start .. start+total-1`` for ``parametrize``: the first ``fast`` in the default run.
+
+    The rest are marked ``slow`` (``python -m pytest -m slow`` runs them), so the
+    fast run keeps a seeded sample of a differential campaign and the slow run
+    its full range, with the same instance for the same seed in both.
+    """
+    return [s if s < start + fast else pytest.param(s, marks=pytest.mark.slow)
+            for s in range(start, start + total)]
 
 
 def _split(rng, total, parts, minimum=1):
@@ -201,3 +235,212 @@ def gavel_problem(seed, n_workers, n_jobs, comm=True, zero_prob=0.15, type_count
         except InvalidProblemError:
             pass
     return Problem(rho, counts, batch, iters, **args)
+
+
+# ------------------------------------------------------------------ random_problem
+def random_problem(seed, K_max=16, S_max=5):
+    """A random problem of up to ``K_max`` workers and ``S_max`` jobs (SMP's differential family).
+
+    G in 1..4 types; 20 % of throughputs 0; per-worker speeds 30 % of the time;
+    finite bandwidth 70 % of the time.  Drawn from ``default_rng(seed)``.
+
+    Returns
+    -------
+    Problem
+    """
+    rng = np.random.default_rng(seed)
+    S = int(rng.integers(1, S_max + 1))
+    K = int(rng.integers(max(S, 2), K_max + 1))
+    G = int(rng.integers(1, 5))
+    counts = rng.multinomial(K, np.ones(G) / G)
+    rho = rng.uniform(1, 100, (S, G)) * (rng.random((S, G)) > 0.2)
+    speeds = rng.uniform(0.3, 1.0, K) if rng.random() < 0.3 else None
+    bw = 1e8 if rng.random() < 0.7 else np.inf
+    for _ in range(20):
+        try:
+            return Problem(rho, counts, rng.integers(1, 512, S), rng.uniform(10, 1000, S),
+                              grad_bytes=rng.uniform(0, 5e7, S), bandwidth=bw, worker_speed=speeds)
+        except InvalidProblemError:
+            rho = np.where(rho == 0, 1.0, rho)
+    raise AssertionError("no feasible instance")
+
+
+# ------------------------------------------------------------------ size bounds
+def with_bounds(problem, rng, tight=False, rigid=0.3, tries=50):
+    """``problem`` with random size bounds drawn from ``rng`` (None when no draw is feasible).
+
+    ``tight``: the minima sum to K.  ``rigid``: the share of jobs with
+    ``min_workers == max_workers``.
+    """
+    S, K = problem.n_jobs, problem.n_workers
+    cap = np.minimum(problem.batch, K).astype(np.int64)
+    for _ in range(tries):
+        spare = K - S if tight else int(rng.integers(0, K - S + 1))
+        lo = np.minimum(1 + rng.multinomial(spare, np.ones(S) / S), cap)
+        hi = np.array([rng.integers(a, b + 1) for a, b in zip(lo, cap)])
+        fixed = rng.random(S) < rigid
+        hi[fixed] = lo[fixed]
+        data = problem.to_dict()
+        data.update(min_workers=lo.tolist(), max_workers=hi.tolist())
+        try:
+            return Problem.from_dict(data)
+        except InvalidProblemError:
+            continue
+    return None
+
+
+def bounded_instances(count, seed0, K_max=10, S_max=4):
+    """``count`` problems of :func:`random_problem` (seeds from ``seed0``) with bounds of :func:`with_bounds`."""
+    rng = np.random.default_rng(seed0)
+    out, seed = [], seed0
+    while len(out) < count:
+        p = with_bounds(random_problem(seed, K_max=K_max, S_max=S_max), rng, tight=len(out) % 3 == 0)
+        seed += 1
+        if p is not None:
+            out.append(p)
+    return out
+
+
+# ------------------------------------------------------------------ down workers
+def with_down(problem, seed, frac=0.3):
+    """``problem`` with a seeded random set of its workers down (None when no such set is valid)."""
+    rng = np.random.default_rng([seed, 1010])
+    data = problem.to_dict()
+    for _ in range(20):
+        mask = rng.random(problem.n_workers) >= frac
+        if mask.all():
+            mask[rng.integers(problem.n_workers)] = False
+        try:
+            return Problem.from_dict({**data, "available": mask.tolist()})
+        except InvalidProblemError:
+            continue
+    return None
+
+
+def down_instances(make, seeds, frac=0.3):
+    """``(seed, with_down(make(seed), seed, frac))`` for each seed where that exists."""
+    out = []
+    for seed in seeds:
+        p = with_down(make(seed), seed, frac)
+        if p is not None:
+            out.append((seed, p))
+    return out
+
+
+# ------------------------------------------------------------------ re-placement (current, restart_time)
+_PER_JOB = ("throughput", "batch", "iterations", "grad_bytes", "job_names", "min_workers", "max_workers",
+            "restart_time")
+
+
+def _jobs_subset(data, jobs):
+    """``Problem.to_dict()`` data restricted to ``jobs`` (per-job lists only)."""
+    out = dict(data)
+    for key in _PER_JOB:
+        if isinstance(out.get(key), list):
+            out[key] = [out[key][i] for i in jobs]
+    return out
+
+
+def _base(seed, speeds, bounds, large=False):
+    """A tiny problem (K 3..6, S 2..4; ``large``: K 7..8, S 3..5), with random size bounds when ``bounds``."""
+    rng = np.random.default_rng([seed, 5151, speeds])
+    K = int(rng.integers(7, 9) if large else rng.integers(3, 7))
+    S = int(rng.integers(3, 6) if large else rng.integers(2, min(K, 4) + 1))
+    p = tiny_random(seed, n_workers=K, n_jobs=S, comm=seed % 2 == 0, speeds=speeds)
+    if bounds:
+        data = p.to_dict()
+        for _ in range(10):
+            lo = rng.integers(1, 3, S)
+            hi = lo + rng.integers(0, 3, S)
+            try:
+                return Problem.from_dict({**data, "min_workers": lo.tolist(), "max_workers": hi.tolist()})
+            except InvalidProblemError:
+                continue
+    return p
+
+
+def _running_placement(problem, rng, optimal):
+    """An optimal (brute force) or a random feasible placement of ``problem``."""
+    if optimal:
+        return solve_exact(problem, method="brute").placement.worker_job
+    return np.asarray(random_placement(problem, rng), dtype=np.int64)
+
+
+def _with_down(data, rng, current):
+    """``data`` with one or two workers down (a current one half the time), or None."""
+    K = len(current)
+    for _ in range(20):
+        down = rng.choice(K, size=int(rng.integers(1, 3)), replace=False)
+        if rng.random() < 0.5 and (current >= 0).any():
+            down[0] = rng.choice(np.flatnonzero(current >= 0))
+        avail = np.ones(K, dtype=bool)
+        avail[down] = False
+        try:
+            return Problem.from_dict({**data, "available": avail.tolist()})
+        except InvalidProblemError:
+            continue
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def arrival(seed, speeds, large=False):
+    """One job arrives while the others run (seeded; see the module docstring)."""
+    rng = np.random.default_rng([seed, 6161, speeds])
+    base = _base(seed, speeds, bounds=seed % 4 == 1, large=large)
+    data, S = base.to_dict(), base.n_jobs
+    new = int(rng.integers(S))
+    others = [j for j in range(S) if j != new]
+    sub = Problem.from_dict(_jobs_subset(data, others))
+    wj = _running_placement(sub, rng, optimal=seed % 2 == 0)
+    current = np.full(base.n_workers, -1, dtype=np.int64)
+    current[wj >= 0] = np.asarray(others)[wj[wj >= 0]]
+    restart = np.zeros(S)
+    restart[others] = rng.uniform(0.01, 0.30, S - 1) * evaluate(sub, wj).jct
+    data = {**data, "current": current.tolist(), "restart_time": restart.tolist()}
+    if seed % 3 == 0:
+        down = _with_down(data, rng, current)
+        if down is not None:
+            return down
+    return Problem.from_dict(data)
+
+
+@functools.lru_cache(maxsize=None)
+def departure(seed, speeds):
+    """One running job has left: its workers are idle in ``current``."""
+    rng = np.random.default_rng([seed, 7171, speeds])
+    base = _base(seed, speeds, bounds=seed % 4 == 1)
+    data, S = base.to_dict(), base.n_jobs
+    wj = _running_placement(base, rng, optimal=seed % 2 == 0)
+    restart = rng.uniform(0.01, 0.30, S) * evaluate(base, wj).jct
+    gone = int(rng.integers(S))
+    stay = [j for j in range(S) if j != gone]
+    renumber = np.full(S + 1, -1, dtype=np.int64)  # index S + 1 - 1 = -1 stays -1
+    renumber[stay] = np.arange(S - 1)
+    current = renumber[wj]
+    data = {**data, "restart_time": restart.tolist()}
+    return Problem.from_dict({**_jobs_subset(data, stay), "current": current.tolist()})
+
+
+@functools.lru_cache(maxsize=None)
+def plain(seed):
+    """No job running: half with per-worker speeds, some with down workers and bounds."""
+    rng = np.random.default_rng([seed, 8181])
+    p = _base(seed, speeds=seed % 2 == 1, bounds=seed % 4 == 1)
+    if seed % 3 == 0:
+        down = _with_down(p.to_dict(), rng, np.full(p.n_workers, -1))
+        if down is not None:
+            return down
+    return p
+
+
+@functools.lru_cache(maxsize=None)
+def gavel_arrival(seed, K, S):
+    """A Gavel problem (speeds 1) where job 0 arrives and the others run on the DP optimum without it."""
+    rng = np.random.default_rng([seed, 9292, K, S])
+    data = gavel_problem(seed, K, S).to_dict()
+    sub = Problem.from_dict(_jobs_subset(data, list(range(1, S))))
+    wj = solve_exact(sub, method="dp").placement.worker_job
+    current = np.where(wj >= 0, wj + 1, -1)
+    restart = np.zeros(S)
+    restart[1:] = rng.uniform(0.01, 0.30, S - 1) * evaluate(sub, wj).jct
+    return Problem.from_dict({**data, "current": current.tolist(), "restart_time": restart.tolist()})

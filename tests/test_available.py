@@ -15,35 +15,13 @@ from hetplace import Problem, evaluate, is_feasible, place, solve_exact
 from hetplace.errors import InvalidPlacementError, InvalidProblemError, InvalidProblemTypeError
 from hetplace.smp import worker_classes
 
-from instances import gavel_problem, tiny_random
+from instances import down_instances, gavel_problem, tiny_random, with_down
+from methods import EXACT, SMP, by_name, rows_for, run
 from reference import brute_force_reference, mean_jct_reference
 
-BACKENDS = ("python", "numba", "cython")
-BASELINES = ("equal", "random", "greedy")
-
-
-def _down(problem, seed, frac=0.3):
-    """``problem`` with a seeded random set of its workers down (None when no such set is valid)."""
-    rng = np.random.default_rng([seed, 1010])
-    data = problem.to_dict()
-    for _ in range(20):
-        mask = rng.random(problem.n_workers) >= frac
-        if mask.all():
-            mask[rng.integers(problem.n_workers)] = False
-        try:
-            return Problem.from_dict({**data, "available": mask.tolist()})
-        except InvalidProblemError:
-            continue
-    return None
-
-
-def _down_instances(make, seeds, frac=0.3):
-    out = []
-    for seed in seeds:
-        p = _down(make(seed), seed, frac)
-        if p is not None:
-            out.append((seed, p))
-    return out
+BACKENDS = tuple(m.options["backend"] for m in SMP if m.options["backend"] != "auto")
+#: beyond the table: SMP's ordinal matching
+EXTRA = [("smp", dict(backend="cython" if by_name("smp-cython").runnable() else "numba", matching="ordinal"))]
 
 
 def _idle_down(problem, worker_job):
@@ -162,16 +140,13 @@ def test_down_worker_given_a_job_is_rejected_by_evaluate():
 
 
 # ---------------------------------------------------------------- every method
-TINY = _down_instances(lambda s: tiny_random(s, n_workers=int(3 + s % 5)), range(40))
+TINY = down_instances(lambda s: tiny_random(s, n_workers=int(3 + s % 5)), range(40))
 
 
 @pytest.mark.parametrize("seed, p", TINY[:30])
 def test_every_method_leaves_down_workers_idle(seed, p):
-    runs = [(m, {}) for m in BASELINES] + [("smp", dict(backend=b)) for b in BACKENDS]
-    runs += [("smp", dict(backend="cython", matching="ordinal")), ("exact", dict(exact_method="milp")),
-             ("exact", dict(exact_method="brute"))]
-    if hetplace.exact._dp_refusal(p) is None:
-        runs.append(("exact", dict(exact_method="dp")))
+    """Every row of tests/methods.py that applies (and SMP's ordinal form) leaves the down workers idle."""
+    runs = [(m.method, dict(m.options)) for m in rows_for(p)] + EXTRA
     for method, opts in runs:
         wj = place(p, method, seed=seed, **opts).worker_job
         assert _idle_down(p, wj), (method, opts, wj.tolist(), p.available.tolist())
@@ -182,9 +157,9 @@ def test_exact_equals_brute_force_over_up_workers(seed, p):
     ref, _ = _brute_up_only(p)
     ref2, _ = brute_force_reference(p)
     assert ref == pytest.approx(ref2, rel=1e-12)
-    for method in ("brute", "milp") + (("dp",) if hetplace.exact._dp_refusal(p) is None else ()):
-        got = solve_exact(p, method=method).objective
-        assert got == pytest.approx(ref, rel=1e-6), method
+    for m in rows_for(p, EXACT):
+        got = run(m, p, seed=seed).mean_jct
+        assert got == pytest.approx(ref, rel=m.rel), m.name
 
 
 def test_type_dp_runs_on_available_counts():
@@ -220,13 +195,13 @@ def _gavel_down(seed):
     return gavel_problem(seed, K, S, comm=bool(seed % 2))
 
 
-GAVEL = _down_instances(_gavel_down, range(70), frac=0.25)  # measured: mean 0.029 %, worst 1.55 %
+GAVEL = down_instances(_gavel_down, range(70), frac=0.25)  # measured: mean 0.029 %, worst 1.55 %
 
 
 def test_class_level_paths_leave_down_workers_idle():
     """Many jobs, few classes: the class market and class polish run (class_modes); down workers stay idle."""
     for seed in range(6):
-        p = _down(gavel_problem(seed, 24, 12, comm=True), seed, frac=0.4)
+        p = with_down(gavel_problem(seed, 24, 12, comm=True), seed, frac=0.4)
         S, K, C = p.n_jobs, p.n_workers, worker_classes(p)[1].size
         assert hetplace.smp.class_modes(S, K, C, "price") == (True, True)
         for b in BACKENDS:

@@ -10,45 +10,12 @@ from hetplace.exact import solve_exact
 from hetplace.instances import gavel_instance
 from hetplace.smp import _cython_available, fit_sizes
 
+from methods import rows_for
 from reference import brute_force_reference, fit_sizes_reference, mean_jct_reference, type_dp_reference
-from test_smp import random_problem
+from instances import bounded_instances, random_problem, with_bounds
 
 GAVEL = gavel_path()
 BACKENDS = ["python", "numba"] + (["cython"] if _cython_available() else [])
-
-
-def with_bounds(problem, rng, tight=False, rigid=0.3, tries=50):
-    """``problem`` with random size bounds drawn from ``rng`` (None when no draw is feasible).
-
-    ``tight``: the minima sum to K.  ``rigid``: the share of jobs with
-    ``min_workers == max_workers``.
-    """
-    S, K = problem.n_jobs, problem.n_workers
-    cap = np.minimum(problem.batch, K).astype(np.int64)
-    for _ in range(tries):
-        spare = K - S if tight else int(rng.integers(0, K - S + 1))
-        lo = np.minimum(1 + rng.multinomial(spare, np.ones(S) / S), cap)
-        hi = np.array([rng.integers(a, b + 1) for a, b in zip(lo, cap)])
-        fixed = rng.random(S) < rigid
-        hi[fixed] = lo[fixed]
-        data = problem.to_dict()
-        data.update(min_workers=lo.tolist(), max_workers=hi.tolist())
-        try:
-            return hp.Problem.from_dict(data)
-        except InvalidProblemError:
-            continue
-    return None
-
-
-def bounded_instances(count, seed0, K_max=10, S_max=4):
-    rng = np.random.default_rng(seed0)
-    out, seed = [], seed0
-    while len(out) < count:
-        p = with_bounds(random_problem(seed, K_max=K_max, S_max=S_max), rng, tight=len(out) % 3 == 0)
-        seed += 1
-        if p is not None:
-            out.append(p)
-    return out
 
 
 def in_bounds(problem, placement):
@@ -188,18 +155,18 @@ def test_fit_sizes_raises_minima_from_idle_workers_first_then_from_the_largest_j
 
 
 # ------------------------------------------------------------ every method
-METHODS = [("smp", dict(seed=3)), ("smp", dict(seed=3, sampling="weighted")), ("equal", {}),
-           ("random", dict(seed=4)), ("greedy", {}), ("auto", dict(seed=3)),
-           ("exact", dict(exact_method="milp", solver="scip")), ("exact", dict(exact_method="milp", solver="highs"))]
+#: beyond the table: SMP's other sampler
+EXTRA = [("smp", dict(seed=3, sampling="weighted"))]
 
 
 def test_every_method_honours_the_bounds_including_rigid_and_tight_jobs():
+    """Every row of tests/methods.py that applies, on 45 bounded instances."""
     rigid = tight = 0
     for k, p in enumerate(bounded_instances(45, 100)):
         rigid += int(np.any(p.min_workers == p.max_workers))
         tight += int(p.min_workers.sum() == p.n_workers)
-        methods = METHODS + ([("exact", dict(exact_method="dp"))] if p.uniform_speed else [])
-        for method, kw in methods:
+        runs = [(m.method, dict(m.options, seed=3)) for m in rows_for(p)] + EXTRA
+        for method, kw in runs:
             pl = hp.place(p, method=method, **kw)
             assert in_bounds(p, pl), (k, method, kw, pl.sizes, p.min_workers, p.max_workers)
     assert rigid >= 10 and tight >= 10

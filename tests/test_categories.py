@@ -242,6 +242,7 @@ def test_unrank_kernel_callable_from_njit_prange():
 
 
 @needs_cython
+@pytest.mark.slow  # builds a C extension (about 10 s)
 def test_cython_kernels_can_be_cimported(tmp_path):
     """Cython kernels may cimport these (_categories.pxd); compile a tiny module that does the same."""
     pytest.importorskip("Cython")

@@ -17,7 +17,8 @@ from hetplace._core._source import load
 from hetplace.smp import class_modes, worker_classes
 
 from reference import assignment_optimum_reference, is_local_optimum_reference, mean_jct_reference
-from test_smp import needs_cython, random_problem
+from methods import needs_cython
+from instances import random_problem, seeds
 
 AVAILABLE = [b for b in BACKENDS if unavailable(b) is None]
 HAVE_CYTHON = "cython" in AVAILABLE
@@ -70,7 +71,7 @@ def _random_sizes(p, rng):
     return (1 + rng.multinomial(total - S, np.ones(S) / S)).astype(np.int64)
 
 
-@pytest.mark.parametrize("seed", range(60))
+@pytest.mark.parametrize("seed", seeds(60, fast=20))
 def test_class_market_first_round_is_welfare_optimal_and_backends_agree(seed):
     p, classes = _problem(seed)
     rhoC, mc, class_of, _, _ = classes
@@ -125,7 +126,7 @@ def _start(p, rng):
     return hp.place(p, method="greedy").worker_job.copy()
 
 
-@pytest.mark.parametrize("seed", range(60))
+@pytest.mark.parametrize("seed", seeds(60, fast=20))
 def test_class_polish_local_optimum_and_backends_agree(seed):
     # small instances, and larger ones (K up to 60) where a step is repeated many times
     big = seed >= 40
@@ -178,7 +179,7 @@ def _tied_problem(seed):
     return p, worker_classes(p)
 
 
-@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("seed", seeds(40, fast=7))
 def test_class_polish_trees_take_the_scans_steps(seed):
     # the trees (O(C^2 log S) per step) and the scan (O(S C^2)) pick the same step every
     # time, exact ties included (copies of jobs), on every backend, with the (S, 3) cost
@@ -204,7 +205,7 @@ def test_class_polish_trees_take_the_scans_steps(seed):
                     np.testing.assert_array_equal(cnt, ref, err_msg=f"{b} trees={trees}")
 
 
-@pytest.mark.parametrize("seed", range(300))
+@pytest.mark.parametrize("seed", seeds(300, fast=60))
 def test_tree_best_is_the_scans_choice_with_ties(seed):
     # one structure's best (side1(a) + side0(b), a, b), a != b, from the trees against the
     # plain scan over all pairs in order (lowest a, then its lowest best partner), on values

@@ -13,7 +13,8 @@ from hetplace import Problem
 from hetplace.errors import InvalidOptionError, InvalidProblemTypeError
 from hetplace.exact import ExactResult, solve_exact
 
-from instances import gavel_problem, idle_optimal, tiny_random
+from instances import idle_optimal, seeds, tiny_random
+from methods import EXACT, MILP_SOLVERS
 from reference import brute_force_reference, mean_jct_reference, type_dp_reference
 
 REL = 1e-9  # MILP optimum vs brute force / DP (relative, on the mean JCT)
@@ -31,13 +32,8 @@ def _tiny(seed):
     return tiny_random(seed, comm=seed % 2 == 0, speeds=(seed // 2) % 2 == 0)
 
 
-@pytest.fixture(scope="module")
-def gavel():
-    return gavel_problem
-
-
 # ---------------------------------------------------------------- (1) MILP == brute force
-@pytest.mark.parametrize("seed", range(200))
+@pytest.mark.parametrize("seed", seeds(200, fast=50))
 def test_milp_equals_brute_force_tiny(seed):
     p = _tiny(seed)
     brute = solve_exact(p, method="brute")
@@ -48,7 +44,7 @@ def test_milp_equals_brute_force_tiny(seed):
     assert abs(milp.gap) < 1e-6
 
 
-@pytest.mark.parametrize("seed", range(60))
+@pytest.mark.parametrize("seed", seeds(60, fast=20))
 def test_milp_equals_brute_force_idle_optimal(seed):
     p = idle_optimal(seed)
     brute = solve_exact(p, method="brute")
@@ -102,7 +98,9 @@ GAVEL_CASES = [(K, S, seed) for seed in range(3) for K, S in
                 (16, 5), (18, 4), (20, 3), (20, 6), (22, 4), (24, 2), (24, 4), (24, 6)]]
 
 
-@pytest.mark.parametrize("K,S,seed", GAVEL_CASES)
+#: seed 0 in the default run (with communication), seeds 1 and 2 (2: without) under -m slow
+@pytest.mark.parametrize("K,S,seed", [c if c[2] == 0 else pytest.param(*c, marks=pytest.mark.slow)
+                                      for c in GAVEL_CASES])
 def test_milp_equals_type_dp_gavel(gavel, K, S, seed):
     p = gavel(seed, K, S, comm=seed != 2)
     dp = solve_exact(p, method="dp")
@@ -142,26 +140,29 @@ def test_dp_places_type_counts_in_worker_order():
 
 
 # ---------------------------------------------------------------- (3) solvers agree
-@pytest.mark.parametrize("solver", ["highs", "cp-sat"])
+OTHER_SOLVERS = [s for s in MILP_SOLVERS if s != "scip"]
+
+
+@pytest.mark.parametrize("solver", OTHER_SOLVERS)
 @pytest.mark.parametrize("seed", range(30))
 def test_other_solvers_agree_with_scip_tiny(solver, seed):
     p = _tiny(seed) if seed % 3 else idle_optimal(seed)
     ref = solve_exact(p, method="milp", solver="scip")
     res = solve_exact(p, method="milp", solver=solver)
     assert res.status == "optimal"
-    assert _close(res.objective, ref.objective, REL if solver == "highs" else CPSAT_REL)
+    assert _close(res.objective, ref.objective, REL if solver != "cp-sat" else CPSAT_REL)
     assert res.bound <= res.objective * (1 + CPSAT_REL)
-    assert res.solver == {"highs": "HiGHS", "cp-sat": "CP-SAT"}[solver]
+    assert res.solver == exact.SOLVERS[solver][1]
 
 
-@pytest.mark.parametrize("solver", ["highs", "cp-sat"])
+@pytest.mark.parametrize("solver", OTHER_SOLVERS)
 @pytest.mark.parametrize("K,S", [(8, 3), (12, 4), (16, 3)])
 def test_other_solvers_agree_with_dp_gavel(gavel, solver, K, S):
     p = gavel(5, K, S)
     ref = solve_exact(p, method="dp")
     res = solve_exact(p, method="milp", solver=solver)
     assert res.status == "optimal"
-    assert _close(res.objective, ref.objective, REL if solver == "highs" else CPSAT_REL)
+    assert _close(res.objective, ref.objective, REL if solver != "cp-sat" else CPSAT_REL)
 
 
 # ---------------------------------------------------------------- (4) time limit
@@ -179,7 +180,7 @@ def big_problem():
     return Problem(rho, [K // G] * G, batch, iters, grad, 1e9, rng.uniform(0.2, 1.0, K))
 
 
-@pytest.mark.parametrize("solver", ["scip", "highs", "cp-sat"])
+@pytest.mark.parametrize("solver", MILP_SOLVERS)
 def test_time_limit_is_honoured(big_problem, solver):
     t = time.perf_counter()
     res = solve_exact(big_problem, method="milp", solver=solver, time_limit=1, threads=1)
@@ -339,7 +340,6 @@ def test_errors_are_value_errors():
 
 
 # ---------------------------------------------------------------- (6) hostile input: no lies
-MILP_SOLVERS = ("scip", "cp-sat", "highs")
 #: instances of the differential test; HETPLACE_EXACT_DIFF=2000 runs more on demand
 N_DIFF = int(os.environ.get("HETPLACE_EXACT_DIFF", "200"))
 
@@ -466,7 +466,8 @@ def test_infeasible_claim_is_reported_as_error(monkeypatch):
 
 
 # ---------------------------------------------------------------- (7) max_workers
-METHOD_SOLVERS = [("dp", "scip"), ("brute", "scip"), ("auto", "scip")] + [("milp", s) for s in MILP_SOLVERS]
+#: every exact row of tests/methods.py (the default solver where the method takes none)
+METHOD_SOLVERS = [(m.options["exact_method"], m.options.get("solver", "scip")) for m in EXACT]
 
 
 @pytest.mark.parametrize("method,solver", METHOD_SOLVERS)

@@ -9,18 +9,18 @@ distinct, rank round trips) or raises a :class:`~hetplace.errors.HetplaceError`;
 and every backend (python, numba, cython) gives the same answer or the same
 error.  Never another exception, a crash, a hang or a giant allocation.
 
-Budget: ``HETPLACE_FUZZ_EXAMPLES`` examples per entry point (default 50, so CI
-stays fast); each test also has a timeout.  Run with
+Budget: :func:`hostile.fuzz_given` -- ``HETPLACE_FUZZ_FAST`` examples per entry point in the
+default run (default 10), ``HETPLACE_FUZZ_EXAMPLES`` under ``-m fuzz`` (default 100); each
+test also has a timeout.  Run with
 ``--hypothesis-show-statistics`` to see the outcomes per entry point.
 """
 
 import math
-import os
 from unittest import mock
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import event
 from hypothesis import strategies as st
 
 from hetplace import categories as cat
@@ -34,6 +34,8 @@ from hetplace.categories import (
 from hetplace.errors import HetplaceError
 from hetplace.matching import deferred_acceptance, is_stable, market_category
 
+from hostile import fuzz_given
+
 try:
     from hetplace._core import _market as _cy_match  # noqa: F401
     from hetplace._core._registry import unavailable
@@ -43,12 +45,6 @@ except ImportError:  # pragma: no cover - extensions not built
     HAVE_CYTHON = False
 
 BACKENDS = ["python", "numba"] + (["cython"] if HAVE_CYTHON else [])
-EXAMPLES = int(os.environ.get("HETPLACE_FUZZ_EXAMPLES", "50"))
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=False,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                       HealthCheck.filter_too_much])
-#: seconds per test (each runs EXAMPLES cases on every backend)
-TIMEOUT = max(120, 6 * EXAMPLES)
 #: the samplers' memory budget during the fuzz run: accepted cases stay small and
 #: fast (the property holds for any budget; the default 4 GiB is tested elsewhere)
 FUZZ_MEMORY_MAX = 1 << 24
@@ -181,9 +177,7 @@ def _matching_certificate(values, caps, allowed, rank, r):
         assert is_stable(values, caps, wj, worker_rank=rank, allowed=allowed)
 
 
-@pytest.mark.timeout(TIMEOUT)
-@FUZZ
-@given(da_inputs())
+@fuzz_given(da_inputs())
 def test_deferred_acceptance_hostile(inputs):
     values, caps, form, allowed, rank = inputs
     outs = same_everywhere(lambda b: deferred_acceptance(values, caps, form=form, allowed=allowed,
@@ -197,9 +191,7 @@ def test_deferred_acceptance_hostile(inputs):
     _matching_certificate(values, caps, allowed, rank, first)
 
 
-@pytest.mark.timeout(TIMEOUT)
-@FUZZ
-@given(da_inputs(), st.data())
+@fuzz_given(da_inputs(), st.data())
 def test_is_stable_hostile(inputs, data):
     values, caps, _, allowed, rank = inputs
     S = int(np.shape(values)[0]) if np.ndim(values) >= 1 else 1
@@ -262,9 +254,7 @@ def market_inputs(draw):
     return rho, work, comm, sizes, form, rounds
 
 
-@pytest.mark.timeout(TIMEOUT)
-@FUZZ
-@given(market_inputs())
+@fuzz_given(market_inputs())
 def test_market_category_hostile(inputs):
     rho, work, comm, sizes, form, rounds = inputs
     outs = same_everywhere(lambda b: market_category(rho, work, comm, sizes, form=form, max_rounds=rounds, backend=b))
@@ -314,9 +304,7 @@ def _valid_rows(rows, K, S, exact):
     assert len({tuple(r) for r in rows.tolist()}) == rows.shape[0], "duplicate categories"
 
 
-@pytest.mark.timeout(TIMEOUT)
-@FUZZ
-@given(hostile_scalar, hostile_scalar, exact_flag)
+@fuzz_given(hostile_scalar, hostile_scalar, exact_flag)
 def test_count_categories_hostile(K, S, exact):
     try:
         C = count_categories(K, S, exact=exact)
@@ -330,9 +318,7 @@ def test_count_categories_hostile(K, S, exact):
         assert C == (math.comb(int(K) - 1, int(S) - 1) if exact else math.comb(int(K), int(S)))
 
 
-@pytest.mark.timeout(TIMEOUT)
-@FUZZ
-@given(container((3,), count_elem, benign=st.integers(1, 6)), hostile_scalar, exact_flag, st.data())
+@fuzz_given(container((3,), count_elem, benign=st.integers(1, 6)), hostile_scalar, exact_flag, st.data())
 def test_rank_category_hostile(sizes, K, exact, data):
     if data.draw(st.booleans()):  # a valid category of huge or small K, to exercise the arithmetic
         S = data.draw(st.integers(1, 6))
@@ -352,9 +338,7 @@ def test_rank_category_hostile(sizes, K, exact, data):
         assert unrank_category(r, int(K), len(vals), exact=bool(exact)).tolist() == vals
 
 
-@pytest.mark.timeout(TIMEOUT)
-@FUZZ
-@given(hostile_scalar, hostile_scalar, hostile_scalar, exact_flag, st.data())
+@fuzz_given(hostile_scalar, hostile_scalar, hostile_scalar, exact_flag, st.data())
 def test_unrank_category_hostile(rank, K, S, exact, data):
     if data.draw(st.booleans()):  # a valid rank of a small or huge K, to exercise the arithmetic
         K = data.draw(st.one_of(st.integers(1, 40), st.sampled_from([2**53, 2**62, 10**6])))
@@ -372,10 +356,8 @@ def test_unrank_category_hostile(rank, K, S, exact, data):
     assert rank_category(got, int(K), exact=bool(exact)) == int(rank)
 
 
-@pytest.mark.timeout(TIMEOUT)
-@FUZZ
-@given(st.one_of(st.integers(-1, 14), st.sampled_from(EDGE_INTS + ODD)), st.one_of(st.integers(-1, 14), st.sampled_from(EDGE_INTS + ODD)),
-       exact_flag, st.one_of(st.sampled_from([1, 10, 1000, cat.ENUMERATE_LIMIT, 2**62, 2**64]), st.sampled_from([0, -1, True, 2.5, None])))
+@fuzz_given(st.one_of(st.integers(-1, 14), st.sampled_from(EDGE_INTS + ODD)), st.one_of(st.integers(-1, 14), st.sampled_from(EDGE_INTS + ODD)),
+            exact_flag, st.one_of(st.sampled_from([1, 10, 1000, cat.ENUMERATE_LIMIT, 2**62, 2**64]), st.sampled_from([0, -1, True, 2.5, None])))
 def test_enumerate_categories_hostile(K, S, exact, limit):
     if isinstance(K, int) and not isinstance(K, bool) and 1 <= K <= 14 and isinstance(S, bool):
         S = int(S)  # a bool n_jobs is an error; keep some of these draws for valid ones instead
@@ -391,12 +373,10 @@ def test_enumerate_categories_hostile(K, S, exact, limit):
     assert rows.tolist() == sorted(rows.tolist())
 
 
-@pytest.mark.timeout(TIMEOUT)
-@FUZZ
-@given(hostile_scalar | st.sampled_from([2**40, 2**62, 10**6]), hostile_scalar,
-       st.one_of(st.integers(-1, 40), st.sampled_from([0, 2**31, 2**40, 2**63, 2**64, 10**9, True, 3.0, None])),
-       st.one_of(st.integers(0, 2**64 - 1), st.sampled_from([-1, 2**64, None, 1.5, True])),
-       exact_flag, st.sampled_from(["uniform", "weighted", "uniform", "weighted", "best"]), st.data())
+@fuzz_given(hostile_scalar | st.sampled_from([2**40, 2**62, 10**6]), hostile_scalar,
+            st.one_of(st.integers(-1, 40), st.sampled_from([0, 2**31, 2**40, 2**63, 2**64, 10**9, True, 3.0, None])),
+            st.one_of(st.integers(0, 2**64 - 1), st.sampled_from([-1, 2**64, None, 1.5, True])),
+            exact_flag, st.sampled_from(["uniform", "weighted", "uniform", "weighted", "best"]), st.data())
 def test_sample_categories_hostile(K, S, N, seed, exact, method, data):
     if data.draw(st.booleans()):  # mostly valid arguments, small or huge K
         K = data.draw(st.one_of(st.integers(1, 30), st.sampled_from([2**40, 2**62, 10**6, 10**7])))

@@ -22,6 +22,8 @@ from hetplace.io import (
     write_placement,
 )
 
+from hostile import FUZZ_BUDGETS
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parent / "data"
 EXAMPLES = ROOT / "examples"
@@ -533,12 +535,6 @@ def test_utf8_bom_in_job_csv_is_still_accepted(tmp_path):
 
 
 # ---------------------------------------------------------------- fuzzing (bounded)
-def _fuzz_examples():
-    import os
-
-    return int(os.environ.get("HETPLACE_FUZZ_EXAMPLES", "50"))
-
-
 def _fuzz_harness():
     sys.path.insert(0, str(ROOT / "fuzz"))
     try:
@@ -586,14 +582,15 @@ def _fuzz_inputs():
     return st.one_of(mutated(), soup, raw)
 
 
-def test_readers_return_a_result_or_a_hetplace_error_on_fuzzed_files(tmp_path_factory):
-    """Bounded run of fuzz/fuzz_readers.py's property (HETPLACE_FUZZ_EXAMPLES examples, default 50)."""
+@pytest.mark.parametrize("fuzz_budget", FUZZ_BUDGETS)
+def test_readers_return_a_result_or_a_hetplace_error_on_fuzzed_files(tmp_path_factory, fuzz_budget):
+    """Bounded run of fuzz/fuzz_readers.py's property (the budgets of tests/hostile.py)."""
     from hypothesis import HealthCheck, given, settings
 
     fz = _fuzz_harness()
     harness = fz.Harness(tmp_path_factory.mktemp("fuzz"))
 
-    @settings(max_examples=_fuzz_examples(), deadline=None, database=None,
+    @settings(max_examples=fuzz_budget, deadline=None, database=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(_fuzz_inputs())
     def check(data):

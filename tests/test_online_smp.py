@@ -160,7 +160,8 @@ def test_smp_rejects_bad_priority_and_fairness(options, match):
         make_policy("smp", **options)
 
 
-@pytest.mark.parametrize("name, options", [("smp", {}), ("smp", {"priority": 1.0}), ("smp-fair", {})])
+@pytest.mark.parametrize("name, options", [("smp", {}), pytest.param("smp", {"priority": 1.0}, marks=pytest.mark.slow),
+                                           ("smp-fair", {})])
 def test_marginal_policy_simulates_within_the_invariants(name, options):
     trace = gavel_trace(60, 30.0, 3, multi_gpu=True)
     cluster = {"v100": 6, "p100": 6, "k80": 6}

@@ -10,7 +10,7 @@ from hetplace.baselines import random_placement
 from hetplace._core._registry import BACKENDS, kernels, unavailable
 
 from reference import is_local_optimum_reference, mean_jct_reference
-from test_smp import random_problem
+from instances import random_problem, seeds
 
 AVAILABLE = [b for b in BACKENDS if unavailable(b) is None]
 polish_impl = kernels("python").polish
@@ -22,7 +22,7 @@ def _run(fn, p, wj):
     return wj, steps
 
 
-@pytest.mark.parametrize("seed", range(60))
+@pytest.mark.parametrize("seed", seeds(60, fast=20))
 def test_backends_identical_and_local_optimum(seed):
     p = random_problem(seed, K_max=9, S_max=4)
     start = random_placement(p, np.random.default_rng(seed))

@@ -28,17 +28,17 @@ import pytest
 
 import hetplace.exact as exact
 from hetplace import Problem, evaluate, solve_exact
-from hetplace.baselines import greedy_placement, keep_greedy_placement, random_placement
-from hetplace.errors import InvalidProblemError
+from hetplace.baselines import greedy_placement, keep_greedy_placement
 
-from instances import gavel_problem, tiny_random
+from instances import arrival, departure, gavel_arrival, plain
+from methods import EXACT, MILP_SOLVERS, run
 from reference import brute_force_reference, objective_reference, restarted_reference
 
 REL = 1e-9  # SCIP / HiGHS / DP vs brute force (relative, on the mean JCT)
 CPSAT_REL = 1e-5  # CP-SAT's continuous variables live on a 1e-6 grid (hetplace.exact)
 N_INSTANCES = 120  # per family (arrivals; departures: half as many)
 BASELINE = os.path.join(os.path.dirname(__file__), "data", "restart_exact_baseline.json")
-SOLVERS = ("scip", "highs", "cp-sat")
+SOLVERS = MILP_SOLVERS  # one per solver of hetplace.exact.SOLVERS (tests/methods.py)
 
 
 def _close(a, b, rel=REL):
@@ -46,111 +46,6 @@ def _close(a, b, rel=REL):
 
 
 # ---------------------------------------------------------------- instances
-_PER_JOB = ("throughput", "batch", "iterations", "grad_bytes", "job_names", "min_workers", "max_workers",
-            "restart_time")
-
-
-def _jobs_subset(data, jobs):
-    """``Problem.to_dict()`` data restricted to ``jobs`` (per-job lists only)."""
-    out = dict(data)
-    for key in _PER_JOB:
-        if isinstance(out.get(key), list):
-            out[key] = [out[key][i] for i in jobs]
-    return out
-
-
-def _base(seed, speeds, bounds, large=False):
-    """A tiny problem (K 3..6, S 2..4; ``large``: K 7..8, S 3..5), with random size bounds when ``bounds``."""
-    rng = np.random.default_rng([seed, 5151, speeds])
-    K = int(rng.integers(7, 9) if large else rng.integers(3, 7))
-    S = int(rng.integers(3, 6) if large else rng.integers(2, min(K, 4) + 1))
-    p = tiny_random(seed, n_workers=K, n_jobs=S, comm=seed % 2 == 0, speeds=speeds)
-    if bounds:
-        data = p.to_dict()
-        for _ in range(10):
-            lo = rng.integers(1, 3, S)
-            hi = lo + rng.integers(0, 3, S)
-            try:
-                return Problem.from_dict({**data, "min_workers": lo.tolist(), "max_workers": hi.tolist()})
-            except InvalidProblemError:
-                continue
-    return p
-
-
-def _running_placement(problem, rng, optimal):
-    """An optimal (brute force) or a random feasible placement of ``problem``."""
-    if optimal:
-        return solve_exact(problem, method="brute").placement.worker_job
-    return np.asarray(random_placement(problem, rng), dtype=np.int64)
-
-
-def _with_down(data, rng, current):
-    """``data`` with one or two workers down (a current one half the time), or None."""
-    K = len(current)
-    for _ in range(20):
-        down = rng.choice(K, size=int(rng.integers(1, 3)), replace=False)
-        if rng.random() < 0.5 and (current >= 0).any():
-            down[0] = rng.choice(np.flatnonzero(current >= 0))
-        avail = np.ones(K, dtype=bool)
-        avail[down] = False
-        try:
-            return Problem.from_dict({**data, "available": avail.tolist()})
-        except InvalidProblemError:
-            continue
-    return None
-
-
-@functools.lru_cache(maxsize=None)
-def arrival(seed, speeds, large=False):
-    """One job arrives while the others run (seeded; see the module docstring)."""
-    rng = np.random.default_rng([seed, 6161, speeds])
-    base = _base(seed, speeds, bounds=seed % 4 == 1, large=large)
-    data, S = base.to_dict(), base.n_jobs
-    new = int(rng.integers(S))
-    others = [j for j in range(S) if j != new]
-    sub = Problem.from_dict(_jobs_subset(data, others))
-    wj = _running_placement(sub, rng, optimal=seed % 2 == 0)
-    current = np.full(base.n_workers, -1, dtype=np.int64)
-    current[wj >= 0] = np.asarray(others)[wj[wj >= 0]]
-    restart = np.zeros(S)
-    restart[others] = rng.uniform(0.01, 0.30, S - 1) * evaluate(sub, wj).jct
-    data = {**data, "current": current.tolist(), "restart_time": restart.tolist()}
-    if seed % 3 == 0:
-        down = _with_down(data, rng, current)
-        if down is not None:
-            return down
-    return Problem.from_dict(data)
-
-
-@functools.lru_cache(maxsize=None)
-def departure(seed, speeds):
-    """One running job has left: its workers are idle in ``current``."""
-    rng = np.random.default_rng([seed, 7171, speeds])
-    base = _base(seed, speeds, bounds=seed % 4 == 1)
-    data, S = base.to_dict(), base.n_jobs
-    wj = _running_placement(base, rng, optimal=seed % 2 == 0)
-    restart = rng.uniform(0.01, 0.30, S) * evaluate(base, wj).jct
-    gone = int(rng.integers(S))
-    stay = [j for j in range(S) if j != gone]
-    renumber = np.full(S + 1, -1, dtype=np.int64)  # index S + 1 - 1 = -1 stays -1
-    renumber[stay] = np.arange(S - 1)
-    current = renumber[wj]
-    data = {**data, "restart_time": restart.tolist()}
-    return Problem.from_dict({**_jobs_subset(data, stay), "current": current.tolist()})
-
-
-@functools.lru_cache(maxsize=None)
-def plain(seed):
-    """No job running: half with per-worker speeds, some with down workers and bounds."""
-    rng = np.random.default_rng([seed, 8181])
-    p = _base(seed, speeds=seed % 2 == 1, bounds=seed % 4 == 1)
-    if seed % 3 == 0:
-        down = _with_down(p.to_dict(), rng, np.full(p.n_workers, -1))
-        if down is not None:
-            return down
-    return p
-
-
 # ---------------------------------------------------------------- references
 def brute_reference(problem):
     """Best ``(objective, worker_job)`` over all ``(S+1)**K`` maps (itertools.product)."""
@@ -247,14 +142,21 @@ def test_brute_force_equals_python_reference():
 
 
 # ---------------------------------------------------------------- MILP == brute force
+#: the arrival seeds of a campaign: the first 40 (and 20 departures) in the default run, the rest under -m slow
+SPANS = [pytest.param((0, 40), id="seeds-0-39"),
+         pytest.param((40, N_INSTANCES), id=f"seeds-40-{N_INSTANCES - 1}", marks=pytest.mark.slow)]
+
+
+@pytest.mark.parametrize("span", SPANS)
 @pytest.mark.parametrize("solver", SOLVERS)
-def test_milp_equals_brute_force_per_worker_speeds(solver):
+def test_milp_equals_brute_force_per_worker_speeds(solver, span):
     if solver not in _solvers():
         pytest.skip(f"this OR-Tools build has no {solver}")
     rel = CPSAT_REL if solver == "cp-sat" else REL
-    kept = restarts = 0
+    kept = restarts = 0  # measured: 55 and 65 on the first span, 101 and 120 on the second
+    lo, hi = span
     for make in (arrival, departure):
-        for seed in range(N_INSTANCES if make is arrival else N_INSTANCES // 2):
+        for seed in (range(lo, hi) if make is arrival else range(lo // 2, hi // 2)):
             p = make(seed, True)
             brute = solve_exact(p, method="brute")
             milp = solve_exact(p, method="milp", solver=solver)
@@ -318,20 +220,21 @@ def test_zero_restart_time_changes_no_optimum():
             assert _close(a.objective, b.objective), (seed, method)
 
 
-@pytest.mark.parametrize("method,solver", [("brute", "scip"), ("dp", "scip")] + [("milp", s) for s in SOLVERS])
-def test_costly_restarts_keep_every_job_after_a_departure(method, solver):
+@pytest.mark.parametrize("row", [m for m in EXACT if m.restart_aware], ids=str)
+def test_costly_restarts_keep_every_job_after_a_departure(row):
     # after a departure every running job can keep its workers at once; at 1000x
-    # its JCT a restart never pays, so the optimum restarts no job
-    if method == "milp" and solver not in _solvers():
-        pytest.skip(f"this OR-Tools build has no {solver}")
+    # its JCT a restart never pays, so the optimum restarts no job (every exact row of tests/methods.py)
+    if "solver" in row.options and row.options["solver"] not in _solvers():
+        pytest.skip(f"this OR-Tools build has no {row.options['solver']}")
     for seed in range(N_INSTANCES // 2):
-        base = departure(seed, method != "dp")
+        base = departure(seed, not row.uniform_speeds_only)
         assert base.can_keep[base.running].all()
         kept = evaluate(base, base.current)
         p = Problem.from_dict({**base.to_dict(), "restart_time": (1e3 * kept.jct).tolist()})
-        res = solve_exact(p, method=method, solver=solver)
-        assert res.status == "optimal" and res.placement.n_restarts == 0, (seed, res)
-        assert np.array_equal(res.placement.worker_job[p.current >= 0], p.current[p.current >= 0])
+        assert row.applies(p), (seed, row)
+        pl = run(row, p)
+        assert pl.info["status"] == "optimal" and pl.n_restarts == 0, (seed, pl.info)
+        assert np.array_equal(pl.worker_job[p.current >= 0], p.current[p.current >= 0])
 
 
 def test_jct_caps_hold_at_the_optimum():
@@ -413,19 +316,6 @@ def test_realise_counts_keeps_matching_jobs_on_their_workers():
 
 
 # ---------------------------------------------------------------- larger instances
-@functools.lru_cache(maxsize=None)
-def gavel_arrival(seed, K, S):
-    """A Gavel problem (speeds 1) where job 0 arrives and the others run on the DP optimum without it."""
-    rng = np.random.default_rng([seed, 9292, K, S])
-    data = gavel_problem(seed, K, S).to_dict()
-    sub = Problem.from_dict(_jobs_subset(data, list(range(1, S))))
-    wj = solve_exact(sub, method="dp").placement.worker_job
-    current = np.where(wj >= 0, wj + 1, -1)
-    restart = np.zeros(S)
-    restart[1:] = rng.uniform(0.01, 0.30, S - 1) * evaluate(sub, wj).jct
-    return Problem.from_dict({**data, "current": current.tolist(), "restart_time": restart.tolist()})
-
-
 GAVEL_CASES = [(seed, K, S) for seed in range(2) for K, S in
                [(8, 3), (10, 4), (12, 3), (14, 5), (16, 4), (20, 3), (24, 4)]]
 
@@ -441,9 +331,11 @@ def test_milp_equals_dp_gavel(seed, K, S):
     _check_placement(p, milp)
 
 
-def test_milp_equals_brute_force_seven_and_eight_workers():
+@pytest.mark.parametrize("seeds", [pytest.param(range(6), id="seeds-0-5"),
+                                   pytest.param(range(6, 20), id="seeds-6-19", marks=pytest.mark.slow)])
+def test_milp_equals_brute_force_seven_and_eight_workers(seeds):
     n = 0
-    for seed in range(20):
+    for seed in seeds:
         p = arrival(seed, seed % 2 == 0, large=True)
         brute = solve_exact(p, method="brute")
         if exact._dp_refusal(p) is None:
@@ -453,7 +345,7 @@ def test_milp_equals_brute_force_seven_and_eight_workers():
             assert milp.status == "optimal"
             assert _close(milp.objective, brute.objective, CPSAT_REL if solver == "cp-sat" else REL)
         n += 1
-    assert n == 20
+    assert n == len(seeds)
 
 
 @pytest.mark.slow

@@ -22,6 +22,8 @@ from hetplace.errors import InvalidProblemError, InvalidProblemTypeError
 from hetplace.instances import replacement_instance
 from hetplace.smp import worker_classes
 
+from methods import rows_for, run
+
 AVAILABLE = [b for b in BACKENDS if unavailable(b) is None]
 
 TABLE = load_gavel()
@@ -314,14 +316,14 @@ def test_replacement_with_down_workers_and_bounds_every_method_agrees_with_brute
         pytest.skip("the draw left too few workers for the bounds")
     opt = hp.solve_exact(p, method="brute")
     assert opt.status == "optimal"
-    for method, kw in (("smp", {}), ("exact", {"exact_method": "milp"}), ("keep-greedy", {}), ("greedy", {})):
-        pl = hp.place(p, method=method, seed=seed, **kw)
+    for m in rows_for(p):  # every row of tests/methods.py
+        pl = run(m, p, seed=seed)
         assert not (pl.worker_job[~p.available] >= 0).any()
         assert np.all((pl.sizes >= p.min_workers) & (pl.sizes <= p.max_workers))
         assert pl.mean_jct >= opt.objective * (1 - 1e-9)
         lost = p.running & (np.bincount(p.current[(p.current >= 0) & ~p.available], minlength=S) > 0)
         assert pl.restarted[lost].all()  # a job that lost a worker restarts whatever the method
-        if method == "exact":
-            assert pl.mean_jct == pytest.approx(opt.objective, rel=1e-6)
-        if method == "smp":
-            assert pl.mean_jct <= opt.objective * 1.0204
+        if m.exact:
+            assert pl.mean_jct == pytest.approx(opt.objective, rel=m.rel), m.name
+        if m.method == "smp":
+            assert pl.mean_jct <= opt.objective * 1.0204, m.name

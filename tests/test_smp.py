@@ -11,26 +11,10 @@ from hetplace.data import gavel_path
 from hetplace.instances import gavel_instance, speeds_instance, synthetic_instance
 from hetplace.smp import _cython_available
 
+from instances import random_problem
+from methods import needs_cython
+
 GAVEL = gavel_path()  # the Gavel table shipped with hetplace
-needs_cython = pytest.mark.skipif(not _cython_available(), reason="Cython extension not built (pip install .)")
-
-
-def random_problem(seed, K_max=16, S_max=5):
-    rng = np.random.default_rng(seed)
-    S = int(rng.integers(1, S_max + 1))
-    K = int(rng.integers(max(S, 2), K_max + 1))
-    G = int(rng.integers(1, 5))
-    counts = rng.multinomial(K, np.ones(G) / G)
-    rho = rng.uniform(1, 100, (S, G)) * (rng.random((S, G)) > 0.2)
-    speeds = rng.uniform(0.3, 1.0, K) if rng.random() < 0.3 else None
-    bw = 1e8 if rng.random() < 0.7 else np.inf
-    for _ in range(20):
-        try:
-            return hp.Problem(rho, counts, rng.integers(1, 512, S), rng.uniform(10, 1000, S),
-                              grad_bytes=rng.uniform(0, 5e7, S), bandwidth=bw, worker_speed=speeds)
-        except hp.InvalidProblemError:
-            rho = np.where(rho == 0, 1.0, rho)
-    raise AssertionError("no feasible instance")
 
 
 def _smp(problem, **kw):

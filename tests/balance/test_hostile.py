@@ -5,21 +5,22 @@ batch and stay within ``[min_batch, cap]``, finite predictions, efficiencies in
 [0, 1] -- or a :class:`hetplace.HetplaceError`.  Any other exception fails
 the test; a hang is ended by the per-test timeout.
 
-Budget: ``FUZZ_EXAMPLES`` of tests/hostile.py per test (env ``HETPLACE_FUZZ_EXAMPLES``; its default is set there).
+Budget: :func:`hostile.fuzz_given` -- ``HETPLACE_FUZZ_FAST`` examples per test in the default run
+(default 10), ``HETPLACE_FUZZ_EXAMPLES`` under ``-m fuzz`` (default 100).
 """
 
 import math
 
 import numpy as np
 import pytest
-from hypothesis import example, given
+from hypothesis import example
 from hypothesis import strategies as st
 
 from hetplace import HetplaceError
 from hetplace.balance import POLICIES, EpochPlan, LoadBalancer, largest_remainder, make_scenario, simulate
 import hetplace.balance as bl
 
-from hostile import DEEP_STRUCTURES, EDGE_FLOATS, EDGE_INTS, FUZZ_SETTINGS, hostile_scalar, hostile_vector, mostly_ordinary
+from hostile import DEEP_STRUCTURES, EDGE_FLOATS, EDGE_INTS, fuzz_given, hostile_scalar, hostile_vector, mostly_ordinary
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -33,9 +34,8 @@ def _check_shares(out, total, lower, upper, n):
     assert (out >= np.asarray(lower)).all() and (out.astype(float) <= np.asarray(upper, dtype=float)).all()
 
 
-@FUZZ_SETTINGS
-@given(hostile_vector(4, st.one_of(st.floats(0, 1e300), st.sampled_from(EDGE_FLOATS), hostile_scalar)),
-       counts, st.one_of(st.integers(0, 3), hostile_scalar), st.one_of(st.just(np.inf), counts, hostile_scalar))
+@fuzz_given(hostile_vector(4, st.one_of(st.floats(0, 1e300), st.sampled_from(EDGE_FLOATS), hostile_scalar)),
+            counts, st.one_of(st.integers(0, 3), hostile_scalar), st.one_of(st.just(np.inf), counts, hostile_scalar))
 def test_largest_remainder_is_valid_or_a_hetplace_error(x, total, lower, upper):
     try:
         out = largest_remainder(x, total, lower=lower, upper=upper)
@@ -45,10 +45,9 @@ def test_largest_remainder_is_valid_or_a_hetplace_error(x, total, lower, upper):
     _check_shares(out, int(total), np.broadcast_to(float(lower), (n,)), np.broadcast_to(float(upper), (n,)), n)
 
 
-@FUZZ_SETTINGS
-@given(counts, st.integers(1, 5), st.sampled_from(POLICIES), st.one_of(st.none(), hostile_vector(3, counts)),
-       st.one_of(st.just(1), counts), st.lists(hostile_vector(3, times), min_size=1, max_size=4),
-       st.one_of(st.none(), hostile_vector(3, mostly_ordinary)))
+@fuzz_given(counts, st.integers(1, 5), st.sampled_from(POLICIES), st.one_of(st.none(), hostile_vector(3, counts)),
+            st.one_of(st.just(1), counts), st.lists(hostile_vector(3, times), min_size=1, max_size=4),
+            st.one_of(st.none(), hostile_vector(3, mostly_ordinary)))
 def test_load_balancer_is_valid_or_a_hetplace_error(B, n, policy, caps, min_batch, steps, signal):
     if caps is not None and isinstance(caps, list) and len(caps) == 3:
         caps = caps[:n] + [10**9] * (n - len(caps[:n]))
@@ -70,9 +69,8 @@ def test_load_balancer_is_valid_or_a_hetplace_error(B, n, policy, caps, min_batc
         assert p is None or (np.isfinite(p).all() and (p >= 0).all())
 
 
-@FUZZ_SETTINGS
-@given(counts, counts, st.one_of(st.integers(0, 5), hostile_scalar), st.one_of(st.integers(0, 3), hostile_scalar),
-       st.one_of(st.integers(0, 3), hostile_scalar), hostile_vector(2, counts))
+@fuzz_given(counts, counts, st.one_of(st.integers(0, 5), hostile_scalar), st.one_of(st.integers(0, 3), hostile_scalar),
+            st.one_of(st.integers(0, 3), hostile_scalar), hostile_vector(2, counts))
 def test_epoch_plan_is_valid_or_a_hetplace_error(N, B, seed, epoch, iteration, sizes):
     try:
         plan = EpochPlan(N, B, seed=seed)
@@ -84,9 +82,8 @@ def test_epoch_plan_is_valid_or_a_hetplace_error(N, B, seed, epoch, iteration, s
     assert ((idx >= 0) & (idx < plan.n_samples)).all() and np.unique(idx).size == idx.size
 
 
-@FUZZ_SETTINGS
-@given(st.sampled_from(["cpu", "gpu", "fl", "naive", "static", "bsp"]),
-       st.fixed_dictionaries({}, optional={
+@fuzz_given(st.sampled_from(["cpu", "gpu", "fl", "naive", "static", "bsp"]),
+            st.fixed_dictionaries({}, optional={
            "n_workers": st.one_of(st.integers(1, 6), hostile_scalar),
            "iterations": st.one_of(st.integers(1, 30), hostile_scalar),
            "jitter": st.one_of(st.floats(0, 0.5), hostile_scalar),
@@ -95,8 +92,8 @@ def test_epoch_plan_is_valid_or_a_hetplace_error(N, B, seed, epoch, iteration, s
            "step_rate": st.one_of(st.none(), st.floats(0, 1), hostile_scalar),
            "deadline_factor": st.one_of(st.floats(0.1, 10), hostile_scalar),
            "seed": st.one_of(st.integers(0, 10), hostile_scalar),
-       }),
-       st.one_of(st.just(True), hostile_scalar))
+            }),
+            st.one_of(st.just(True), hostile_scalar))
 @example("cpu", {"step_rate": 2.225073858507e-311}, True)  # found by the fuzzer: 1 / rate overflowed to inf
 def test_simulate_is_valid_or_a_hetplace_error(policy, options, signals):
     options.setdefault("iterations", 20)
