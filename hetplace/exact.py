@@ -28,6 +28,7 @@ import time
 import numpy as np
 
 from .errors import InvalidOptionError, InvalidProblemTypeError, MissingDependencyError, SolverError
+from . import _interrupt
 from ._result import Result
 from ._validation import check_time_limit
 from .placement import current_counts, evaluate, is_feasible, realise_counts
@@ -43,6 +44,7 @@ __all__ = [
     "DP_MAX_STATES",
     "DP_MAX_TABLE",
     "AUTO_DP_MAX_WORK",
+    "DP_MAX_WORK",
     "BRUTE_MAX_ASSIGNMENTS",
 ]
 
@@ -74,6 +76,19 @@ DP_MAX_TABLE = 100_000_000
 #: 2e9 caps the DP's cost at a few seconds while keeping it on realistic few-type
 #: clusters where the MILP can take minutes.
 AUTO_DP_MAX_WORK = 2_000_000_000
+#: Largest DP work (transitions) that ``method="dp"`` accepts without a ``time_limit``:
+#: about 1-2 minutes at the measured 3-5.6 ns per transition (docs/model.md §4.6).
+#: Beyond it ``method="dp"`` raises unless ``time_limit`` bounds the call.
+DP_MAX_WORK = 20_000_000_000
+#: Nanoseconds per DP transition used to predict its time in messages (the slow end
+#: of the measured 2.5-5.6 ns, see AUTO_DP_MAX_WORK).
+_DP_NS_PER_TRANSITION = 5.0
+#: DP transitions / brute-force assignments from which the call runs in a worker
+#: thread that Ctrl-C and ``time_limit`` can stop (hetplace._interrupt): about 30 ms;
+#: shorter calls run inline (a thread costs ~0.1 ms).
+_STOPPABLE_MIN_WORK = 10_000_000
+#: Seconds the single-worker moves may add to a DP or brute force stopped by time_limit.
+_MOVES_SECONDS = 0.2
 #: Largest ``(n_jobs + 1) ** n_workers`` that ``method="brute"`` accepts: about
 #: 1.5 s at the measured 25-35 ns per assignment (benchmarks/bench_exact.py,
 #: ``test_brute_force``; K=8, S=6 is 5.8e6 assignments in 0.17 s).
@@ -252,6 +267,20 @@ def _dp_refusal(problem):
     return None
 
 
+def _dp_work_refusal(problem):
+    """Why ``method="dp"`` without a ``time_limit`` would run too long (None when it would not)."""
+    _, work = dp_size(problem)
+    if work <= DP_MAX_WORK:
+        return None
+    minutes = work * _DP_NS_PER_TRANSITION * 1e-9 / 60
+    return (
+        f"method='dp' would make n_jobs * prod_g (m_g+1)(m_g+2)/2 = {work:,} transitions "
+        f"(about {minutes:,.0f} minutes at ~{_DP_NS_PER_TRANSITION:g} ns each), above DP_MAX_WORK = "
+        f"{DP_MAX_WORK:,}. Pass time_limit= (the DP then returns the greedy baseline with a lower "
+        "bound if it has not finished), or use method='milp' (or method='auto')."
+    )
+
+
 # ---------------------------------------------------------------- public API
 def solve_exact(
     problem: Problem, method: str = "auto", solver: str = "scip", time_limit: "float | None" = None,
@@ -403,6 +432,8 @@ def solve_exact(
     )
     if method == "dp":
         why = _dp_refusal(problem)
+        if why is None and time_limit is None:
+            why = _dp_work_refusal(problem)
         if why is not None:
             raise InvalidOptionError(why)
     elif method == "brute":
@@ -420,14 +451,14 @@ def solve_exact(
             method = "dp"
 
     if method == "dp":
-        return _solve_dp(problem, t0, verbose)
+        return _solve_dp(problem, t0, time_limit, verbose)
     if method == "brute":
-        return _solve_brute(problem, t0, verbose)
+        return _solve_brute(problem, t0, time_limit, verbose)
     return _solve_milp(problem, solver, time_limit, threads, verbose, t0)
 
 
 # ---------------------------------------------------------------- type DP
-def _solve_dp(problem, t0, verbose):
+def _solve_dp(problem, t0, time_limit, verbose):
     from ._core._dp_nb import type_dp  # lazy: importing hetplace compiles nothing
 
     counts = problem.available_counts  # the DP runs on the available workers only
@@ -435,25 +466,53 @@ def _solve_dp(problem, t0, verbose):
     stride = np.cumprod(np.concatenate(([1], radix[:-1])))
     members = [np.flatnonzero((problem.worker_type == g) & problem.available) for g in range(problem.n_types)]
     penalty, keep = _dp_keep(problem, members, stride)
-    total, choice = type_dp(
+    states, work = dp_size(problem)
+    stop = _interrupt.new_stop()
+    args = (
         np.ascontiguousarray(problem.throughput, dtype=np.float64),
         np.ascontiguousarray(problem.work, dtype=np.float64),
         problem.size_cost_spec,  # communication, inf outside the size bounds (_core._polish.job_cost)
-        radix, penalty, keep,
+        radix, penalty, keep, stop,
     )
+    deadline = math.inf if time_limit is None else t0 + time_limit
+    if work >= _STOPPABLE_MIN_WORK:  # long: Ctrl-C and time_limit stop it (_interrupt)
+        total, choice, done, prefix = _interrupt.call(lambda: type_dp(*args), stop, deadline)
+    else:  # milliseconds: not worth a thread
+        total, choice, done, prefix = type_dp(*args)
+    info = {"states": states, "transitions": work}
+    if done < problem.n_jobs:  # time_limit: the greedy incumbent, and the bound of the finished stages
+        info["dp_jobs_done"] = int(done)
+        bound = (float(prefix) + float(problem.jct_alone[done:].sum())) / problem.n_jobs
+        msg = (f"time_limit={time_limit} s ran out after {done} of {problem.n_jobs} DP stages; the "
+               "placement returned is the greedy baseline (improved by single-worker moves), not an "
+               "optimum; the bound is the finished stages' optimum plus jct_alone of the other jobs")
+        return _greedy_result(problem, t0, "feasible", msg, bound, "dp", "dp", info, verbose)
     if not np.isfinite(total):  # pragma: no cover - Problem() rejects uncoverable instances
         return ExactResult("infeasible", "the type DP found no feasible placement", None, None,
                            time.perf_counter() - t0, "dp", "dp")
     y = (choice[:, None] // stride[None, :]) % radix[None, :]  # (S, G) type counts
     worker_job = realise_counts(problem, y, members)
-    states, work = dp_size(problem)
-    info = {"states": states, "transitions": work, "dp_total_jct": float(total)}
+    info["dp_total_jct"] = float(total)
     placement = evaluate(problem, worker_job, method="exact", info=info)
     wall = time.perf_counter() - t0
     if verbose:
         print(f"type DP: {states:,} states, {work:,} transitions, {wall:.3f} s")
     return ExactResult("optimal", "optimal (type DP)", placement, placement.mean_jct, wall,
                        "dp", "dp", info)
+
+
+def _greedy_result(problem, t0, status, msg, bound, method, solver, info, verbose, best=None):
+    """The result of a DP or brute force that ``time_limit`` stopped: the better of ``best``
+    (a placement it found, or None) and the greedy incumbent improved by moves (for at most
+    :data:`_MOVES_SECONDS`), with ``bound``."""
+    incumbent = _incumbent(problem)
+    incumbent = _improve_by_moves(problem, incumbent, 1e-9, deadline=time.perf_counter() + _MOVES_SECONDS)
+    if best is None or incumbent.mean_jct < best.mean_jct:
+        best = evaluate(problem, incumbent.worker_job, method="exact", info=info)
+        info["incumbent"] = "greedy"
+    if verbose:
+        print(f"{method}: {msg}")
+    return ExactResult(status, msg, best, bound, time.perf_counter() - t0, method, solver, info)
 
 
 def _dp_keep(problem, members, stride):
