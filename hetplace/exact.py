@@ -532,7 +532,7 @@ def _dp_keep(problem, members, stride):
 
 
 # ---------------------------------------------------------------- brute force
-def _solve_brute(problem, t0, verbose):
+def _solve_brute(problem, t0, time_limit, verbose):
     try:
         from ._core._brute import brute_force
     except ImportError as exc:
@@ -543,19 +543,32 @@ def _solve_brute(problem, t0, verbose):
         ) from None
 
     best = np.full(problem.n_workers, -1, dtype=np.int64)
-    total = brute_force(
+    stop = _interrupt.new_stop()
+    args = (
         np.ascontiguousarray(problem.worker_throughput, dtype=np.float64),
         np.ascontiguousarray(problem.work, dtype=np.float64),
         problem.size_cost_spec,  # communication, inf outside the size bounds (_core._polish.job_cost)
         np.ascontiguousarray(problem.current, dtype=np.int64),
         np.ascontiguousarray(problem.restart_cost, dtype=np.float64),
-        best,
+        best, stop,
     )
+    n = (problem.n_jobs + 1) ** problem.n_workers
+    info = {"assignments": n}
+    if n >= _STOPPABLE_MIN_WORK:  # long: Ctrl-C and time_limit stop it (_interrupt)
+        deadline = math.inf if time_limit is None else t0 + time_limit
+        total = _interrupt.call(lambda: brute_force(*args), stop, deadline)
+    else:
+        total = brute_force(*args)
+    if stop[0] == _interrupt.DEADLINE:  # the best assignment so far, or the greedy incumbent
+        found = evaluate(problem, best, method="exact", info=info) if np.isfinite(total) else None
+        msg = (f"time_limit={time_limit} s ran out before the enumeration ended; the best placement "
+               "found is returned, not an optimum, and the bound is mean(jct_alone)")
+        return _greedy_result(problem, t0, "feasible", msg, float(np.mean(problem.jct_alone)), "brute",
+                              "brute", info, verbose, best=found)
     if not np.isfinite(total):  # pragma: no cover - Problem() rejects uncoverable instances
         return ExactResult("infeasible", "no assignment gives every job a worker", None, None,
                            time.perf_counter() - t0, "brute", "brute")
-    n = (problem.n_jobs + 1) ** problem.n_workers
-    info = {"assignments": n, "brute_total_jct": float(total)}
+    info["brute_total_jct"] = float(total)
     placement = evaluate(problem, best, method="exact", info=info)
     wall = time.perf_counter() - t0
     if verbose:
