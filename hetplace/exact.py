@@ -23,6 +23,7 @@ Methods
 
 import math
 import numbers
+import os
 import time
 
 import numpy as np
@@ -122,6 +123,16 @@ _CUT_X_MIN = 1e-3
 _SETUP_SECONDS_PER_NONZERO = {"SCIP": 2e-6, "HiGHS": 9e-6, "CP-SAT": 1.5e-6}
 #: Smallest objective coefficient of a job's compute variable (see _build_milp).
 _OBJ_COEF_MIN = 1e-6
+#: Milliseconds HiGHS runs in this process before a longer solve moves to a child process
+#: that Ctrl-C can kill (``_run_solver``): the worst wait of a Ctrl-C during a HiGHS solve.
+_HIGHS_SLICE_MS = 500
+#: HiGHS's "unknown" result through OR-Tools (a limit hit before any incumbent).
+_HIGHS_UNKNOWN = 99
+#: Seconds a MILP child process takes to start and import OR-Tools (measured 0.2-0.3 s), set
+#: aside from its time limit.
+_CHILD_START_SECONDS = 0.4
+#: Seconds a MILP child process may outlive its time limit before it is killed.
+_CHILD_GRACE_SECONDS = 5.0
 
 
 class ExactResult(Result):
@@ -614,12 +625,13 @@ def _solver_parameters(key, threads, verbose):
         return (
             f"limits/gap = {_REL_GAP}\nlimits/absgap = {_ABS_GAP}\n"
             "separating/aggregation/freq = -1\nseparating/maxroundsroot = 5\n"
+            "misc/catchctrlc = FALSE\n"  # Ctrl-C is ours (_run_solver), not a limit to return from
         )
     if key == "cp-sat":
         text = (
             f"relative_gap_limit: {_REL_GAP} absolute_gap_limit: {_ABS_GAP} "
             f"mip_var_scaling: {_CPSAT_VAR_SCALING} cp_model_presolve: false "
-            f"log_search_progress: {str(verbose).lower()}"
+            f"log_search_progress: {str(verbose).lower()} catch_sigint_signal: false"
         )
         if threads is not None:
             text += f" num_workers: {threads}"
@@ -1050,13 +1062,16 @@ def _solve_milp(problem, solver_key, time_limit, threads, verbose, t0, grouping=
         if remaining <= 0.0:
             return out_of_time(f"by the model build ({build_time:.3g} s; {solver_name} would need "
                                f"about {reserve:.2g} s more to load it)")
-        solver.SetTimeLimit(max(1, int(remaining * 1000)))
+        limit_ms = max(1, int(remaining * 1000))
+        solver.SetTimeLimit(limit_ms)
+    else:
+        limit_ms = None
     if threads is not None and solver_key != "highs":
         solver.SetNumThreads(threads)
     solver.SetSolverSpecificParametersAsString(_solver_parameters(solver_key, threads, verbose))
     params = pywraplp.MPSolverParameters()
     params.SetDoubleParam(params.RELATIVE_MIP_GAP, _REL_GAP)
-    code = solver.Solve(params)
+    code, nodes = _run_solver(pywraplp, solver, solver_key, params, limit_ms, h["nnz"], verbose)
     solve_time = time.perf_counter() - t0 - build_time
 
     # ---------------------------------------------------------------- check status
@@ -1071,7 +1086,9 @@ def _solve_milp(problem, solver_key, time_limit, threads, verbose, t0, grouping=
         "solve_time": solve_time,
         "solver_status_code": int(code),
     })
-    if solver_key != "cp-sat":
+    if nodes is not None:
+        info["nodes"] = nodes
+    elif solver_key != "cp-sat":
         try:
             info["nodes"] = int(solver.nodes())
         except Exception:  # pragma: no cover - not every backend reports nodes
@@ -1136,6 +1153,90 @@ def _solve_milp(problem, solver_key, time_limit, threads, verbose, t0, grouping=
     if verbose:
         print(f"{solver_name} MILP: {msg}; build {build_time:.3f} s, solve {solve_time:.3f} s")
     return ExactResult(status, msg, placement, bound, time.perf_counter() - t0, "milp", solver_name, info)
+
+
+def _run_solver(pywraplp, solver, solver_key, params, limit_ms, nnz, verbose):
+    """``solver.Solve(params)`` so that Ctrl-C stops it; returns ``(code, nodes or None)``.
+
+    The solve runs in a worker thread (:func:`hetplace._interrupt.call`) and
+    SCIP and CP-SAT have their own SIGINT handling switched off
+    (:func:`_solver_parameters`), so a Ctrl-C raises ``KeyboardInterrupt``
+    here: SCIP and CP-SAT are then stopped by ``InterruptSolve`` and awaited
+    before it propagates.  HiGHS cannot be interrupted through ``pywraplp``:
+    it runs here for at most :data:`_HIGHS_SLICE_MS` (a Ctrl-C waits for the
+    slice to end); a solve that needs longer starts again in a child process
+    (:mod:`hetplace._milp_child`) with the time left, which a Ctrl-C kills.
+    ``nodes`` is the child's node count (None when the solve ran here).  The
+    child's time limit is what is left of ``limit_ms`` after the slice, its
+    start (:data:`_CHILD_START_SECONDS`) and its model set-up (``nnz``
+    coefficients at ``_SETUP_SECONDS_PER_NONZERO``).
+    """
+    if solver_key != "highs":
+        return _interrupt.call(lambda: solver.Solve(params), interrupt=solver.InterruptSolve), None
+    start = time.perf_counter()
+    if limit_ms is not None and limit_ms <= _HIGHS_SLICE_MS:
+        return _interrupt.call(lambda: solver.Solve(params)), None
+    solver.SetTimeLimit(_HIGHS_SLICE_MS)
+    code = _interrupt.call(lambda: solver.Solve(params))
+    if code not in (pywraplp.Solver.FEASIBLE, pywraplp.Solver.NOT_SOLVED, _HIGHS_UNKNOWN):
+        return code, None  # finished within the slice
+    if limit_ms is not None:
+        spent = time.perf_counter() - start + _CHILD_START_SECONDS + nnz * _SETUP_SECONDS_PER_NONZERO["HiGHS"]
+        limit_ms = int(limit_ms - spent * 1000)
+        if limit_ms <= 0:
+            return code, None
+    return _solve_in_child(pywraplp, solver, "HIGHS", params, limit_ms, verbose)
+
+
+def _solve_in_child(pywraplp, solver, solver_id, params, limit_ms, verbose):
+    """Solve ``solver``'s model in a child process (:mod:`hetplace._milp_child`); load its solution here.
+
+    Returns ``(code, nodes)``.  A Ctrl-C kills the child (and raises); a child
+    that outlives its time limit by :data:`_CHILD_GRACE_SECONDS` is killed and
+    reported as ``NOT_SOLVED``; one that fails raises :class:`SolverError`.
+    """
+    import pickle
+    import subprocess
+    import sys
+
+    from ortools.linear_solver import linear_solver_pb2
+
+    model = linear_solver_pb2.MPModelProto()
+    solver.ExportModelToProto(model)
+    request = pickle.dumps({"solver": solver_id, "model": model.SerializeToString(), "verbose": verbose,
+                            "parameters": _solver_parameters(solver_id.lower(), None, verbose),
+                            "time_limit_ms": limit_ms,
+                            "rel_gap": params.GetDoubleParam(params.RELATIVE_MIP_GAP)})
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_milp_child.py")
+    bootstrap = "import runpy, sys; runpy.run_path(sys.argv[1], run_name='__main__')"
+    child = subprocess.Popen([sys.executable, "-c", bootstrap, path], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE)
+
+    def exchange():
+        child.stdin.write(request)
+        child.stdin.flush()  # stdin stays open: the child exits when it closes (we died)
+        return child.stdout.read()
+
+    deadline = math.inf if limit_ms is None else time.perf_counter() + limit_ms / 1000 + _CHILD_GRACE_SECONDS
+    try:
+        reply = _interrupt.call(exchange, deadline=deadline, interrupt=child.kill)
+    finally:
+        child.kill()  # no-op once it has exited
+        child.stdin.close()
+        child.stdout.close()
+        child.wait()
+    if not reply:
+        if limit_ms is not None and time.perf_counter() > deadline:
+            return pywraplp.Solver.NOT_SOLVED, None
+        raise SolverError(f"the {solver_id} child process ended without an answer (exit code "
+                          f"{child.returncode}); its error is above on stderr")
+    answer = pickle.loads(reply)
+    if answer["code"] in (pywraplp.Solver.OPTIMAL, pywraplp.Solver.FEASIBLE):
+        response = linear_solver_pb2.MPSolutionResponse()
+        response.ParseFromString(answer["response"])
+        if not solver.LoadSolutionFromProto(response):  # pragma: no cover - the same model
+            raise SolverError(f"the {solver_id} child's solution did not load into the model")
+    return answer["code"], answer["nodes"]
 
 
 def _verify(problem, placement, status, msg, milp_objective, bound, incumbent, tol, solver_name,
