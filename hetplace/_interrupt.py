@@ -34,6 +34,10 @@ INTERRUPTED = 1
 DEADLINE = 2
 
 
+#: Seconds between two requests to stop a worker that has not returned yet.
+REPEAT_SECONDS = 0.05
+
+
 def new_stop():
     """A fresh stop flag: int64 array of shape (1,), ``GO``; the kernels poll ``stop[0] != 0``."""
     return np.zeros(1, dtype=np.int64)
@@ -89,7 +93,7 @@ def call(fn, stop=None, deadline=math.inf, interrupt=None):
         done.wait()  # interruptible: a signal handler's exception ends it
     except BaseException:
         _stop(stop, INTERRUPTED, interrupt)
-        _wait(done)
+        _wait(done, interrupt)
         raise
     if "error" in box:
         raise box["error"]
@@ -103,11 +107,18 @@ def _stop(stop, reason, interrupt):
         interrupt()
 
 
-def _wait(done):
-    """Wait for the stopped worker; a repeated Ctrl-C cannot leave it running unattended."""
+def _wait(done, interrupt):
+    """Wait for the stopped worker, repeating ``interrupt`` every :data:`REPEAT_SECONDS`.
+
+    SCIP drops an interrupt that arrives in some of its stages (measured: a
+    Ctrl-C in its first seconds took effect only 1-4 s later); asking again
+    costs nothing.  A repeated Ctrl-C cannot leave the worker running unattended.
+    """
     while True:
         try:
-            done.wait()
-            return
+            if done.wait(REPEAT_SECONDS):
+                return
+            if interrupt is not None:
+                interrupt()
         except KeyboardInterrupt:
             continue

@@ -1,11 +1,12 @@
 """Solve one OR-Tools ``pywraplp`` model in a child process that Ctrl-C can kill (private).
 
 HiGHS through ``pywraplp`` cannot be interrupted (``InterruptSolve`` returns
-False), so :mod:`hetplace.exact` runs a long HiGHS solve here instead of in its
-own process (docs/model.md §4.6): killing this process is what stops it.  Run
+False) and SCIP's interrupt can wait seconds, so :mod:`hetplace.exact` runs a
+long HiGHS or SCIP solve here instead of in its own process (docs/model.md
+§4.6): killing this process is what stops it.  Run
 as a script (``python -c`` + :func:`runpy.run_path`, so nothing of hetplace is
 imported and its folder is not put on ``sys.path``), it reads one pickled
-request from stdin -- ``{"solver": "HIGHS", "model": bytes (MPModelProto),
+request from stdin -- ``{"solver": "HIGHS" or "SCIP", "model": bytes (MPModelProto),
 "parameters": str, "time_limit_ms": int or None, "rel_gap": float, "verbose":
 bool}`` -- solves
 it and writes ``{"code": int, "response": bytes (MPSolutionResponse), "nodes":

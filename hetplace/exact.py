@@ -123,9 +123,9 @@ _CUT_X_MIN = 1e-3
 _SETUP_SECONDS_PER_NONZERO = {"SCIP": 2e-6, "HiGHS": 9e-6, "CP-SAT": 1.5e-6}
 #: Smallest objective coefficient of a job's compute variable (see _build_milp).
 _OBJ_COEF_MIN = 1e-6
-#: Milliseconds HiGHS runs in this process before a longer solve moves to a child process
-#: that Ctrl-C can kill (``_run_solver``): the worst wait of a Ctrl-C during a HiGHS solve.
-_HIGHS_SLICE_MS = 500
+#: Milliseconds SCIP and HiGHS run in this process before a longer solve moves to a child
+#: process that Ctrl-C can kill (``_run_solver``): about the worst wait of a Ctrl-C.
+_SLICE_MS = 500
 #: HiGHS's "unknown" result through OR-Tools (a limit hit before any incumbent).
 _HIGHS_UNKNOWN = 99
 #: Seconds a MILP child process takes to start and import OR-Tools (measured 0.2-0.3 s), set
@@ -1161,34 +1161,37 @@ def _run_solver(pywraplp, solver, solver_key, params, limit_ms, nnz, verbose):
     The solve runs in a worker thread (:func:`hetplace._interrupt.call`) and
     SCIP and CP-SAT have their own SIGINT handling switched off
     (:func:`_solver_parameters`), so a Ctrl-C raises ``KeyboardInterrupt``
-    here: SCIP and CP-SAT are then stopped by ``InterruptSolve`` and awaited
-    before it propagates.  HiGHS cannot be interrupted through ``pywraplp``:
-    it runs here for at most :data:`_HIGHS_SLICE_MS` (a Ctrl-C waits for the
-    slice to end); a solve that needs longer starts again in a child process
-    (:mod:`hetplace._milp_child`) with the time left, which a Ctrl-C kills.
-    ``nodes`` is the child's node count (None when the solve ran here).  The
-    child's time limit is what is left of ``limit_ms`` after the slice, its
-    start (:data:`_CHILD_START_SECONDS`) and its model set-up (``nnz``
-    coefficients at ``_SETUP_SECONDS_PER_NONZERO``).
+    here once the solver has stopped.  CP-SAT is stopped by ``InterruptSolve``
+    (within milliseconds).  HiGHS cannot be interrupted through ``pywraplp``,
+    and SCIP's ``InterruptSolve`` waits while OR-Tools holds interruptions
+    (measured: up to 4.5 s into a solve): they run here for at most
+    :data:`_SLICE_MS` (a Ctrl-C waits for the slice to end), and a solve that
+    needs longer starts again in a child process (:mod:`hetplace._milp_child`,
+    the same model and parameters, so the same result) with the time left,
+    which a Ctrl-C kills.  ``nodes`` is the child's node count (None when the
+    solve ran here).  The child's time limit is what is left of ``limit_ms``
+    after the slice, its start (:data:`_CHILD_START_SECONDS`) and its model
+    set-up (``nnz`` coefficients at ``_SETUP_SECONDS_PER_NONZERO``).
     """
-    if solver_key != "highs":
+    if solver_key == "cp-sat":
         return _interrupt.call(lambda: solver.Solve(params), interrupt=solver.InterruptSolve), None
     start = time.perf_counter()
-    if limit_ms is not None and limit_ms <= _HIGHS_SLICE_MS:
+    if limit_ms is not None and limit_ms <= _SLICE_MS:
         return _interrupt.call(lambda: solver.Solve(params)), None
-    solver.SetTimeLimit(_HIGHS_SLICE_MS)
+    solver.SetTimeLimit(_SLICE_MS)
     code = _interrupt.call(lambda: solver.Solve(params))
     if code not in (pywraplp.Solver.FEASIBLE, pywraplp.Solver.NOT_SOLVED, _HIGHS_UNKNOWN):
         return code, None  # finished within the slice
+    solver_id, name = SOLVERS[solver_key]
     if limit_ms is not None:
-        spent = time.perf_counter() - start + _CHILD_START_SECONDS + nnz * _SETUP_SECONDS_PER_NONZERO["HiGHS"]
+        spent = time.perf_counter() - start + _CHILD_START_SECONDS + nnz * _SETUP_SECONDS_PER_NONZERO[name]
         limit_ms = int(limit_ms - spent * 1000)
         if limit_ms <= 0:
             return code, None
-    return _solve_in_child(pywraplp, solver, "HIGHS", params, limit_ms, verbose)
+    return _solve_in_child(pywraplp, solver, solver_key, solver_id, params, limit_ms, verbose)
 
 
-def _solve_in_child(pywraplp, solver, solver_id, params, limit_ms, verbose):
+def _solve_in_child(pywraplp, solver, solver_key, solver_id, params, limit_ms, verbose):
     """Solve ``solver``'s model in a child process (:mod:`hetplace._milp_child`); load its solution here.
 
     Returns ``(code, nodes)``.  A Ctrl-C kills the child (and raises); a child
@@ -1204,7 +1207,7 @@ def _solve_in_child(pywraplp, solver, solver_id, params, limit_ms, verbose):
     model = linear_solver_pb2.MPModelProto()
     solver.ExportModelToProto(model)
     request = pickle.dumps({"solver": solver_id, "model": model.SerializeToString(), "verbose": verbose,
-                            "parameters": _solver_parameters(solver_id.lower(), None, verbose),
+                            "parameters": _solver_parameters(solver_key, None, verbose),
                             "time_limit_ms": limit_ms,
                             "rel_gap": params.GetDoubleParam(params.RELATIVE_MIP_GAP)})
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_milp_child.py")
