@@ -1,4 +1,4 @@
-"""Ctrl-C and deadlines around long compiled calls (private; docs/model.md §4.6).
+"""Ctrl-C and deadlines around long compiled calls (private; docs/model.md §4.7).
 
 CPython runs a Python signal handler in the main thread, between bytecodes: a
 kernel or a solver that runs for minutes inside one C call defers the

@@ -3,7 +3,7 @@
 HiGHS through ``pywraplp`` cannot be interrupted (``InterruptSolve`` returns
 False) and SCIP's interrupt can wait seconds, so :mod:`hetplace.exact` runs a
 long HiGHS or SCIP solve here instead of in its own process (docs/model.md
-§4.6): killing this process is what stops it.  Run
+§4.7): killing this process is what stops it.  Run
 as a script (``python -c`` + :func:`runpy.run_path`, so nothing of hetplace is
 imported and its folder is not put on ``sys.path``), it reads one pickled
 request from stdin -- ``{"solver": "HIGHS" or "SCIP", "model": bytes (MPModelProto),

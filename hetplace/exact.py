@@ -78,7 +78,7 @@ DP_MAX_TABLE = 100_000_000
 #: clusters where the MILP can take minutes.
 AUTO_DP_MAX_WORK = 2_000_000_000
 #: Largest DP work (transitions) that ``method="dp"`` accepts without a ``time_limit``:
-#: about 1-2 minutes at the measured 3-5.6 ns per transition (docs/model.md §4.6).
+#: about 1-2 minutes at the measured 3-5.6 ns per transition (docs/model.md §4.7).
 #: Beyond it ``method="dp"`` raises unless ``time_limit`` bounds the call.
 DP_MAX_WORK = 20_000_000_000
 #: Nanoseconds per DP transition used to predict its time in messages (the slow end
@@ -143,7 +143,8 @@ class ExactResult(Result):
     status : str
         ``"optimal"`` (proven, and verified: see Notes of :func:`solve_exact`);
         ``"feasible"`` (a limit was hit, or the solver's optimum failed the
-        check; the best placement found is returned); ``"time_limit"``
+        check; the best placement found is returned; also a DP or brute
+        force stopped by ``time_limit``); ``"time_limit"``
         (``time_limit`` ran out before the solver could start; the greedy
         baseline is returned, ``info["incumbent"] == "greedy"``);
         ``"no_solution"`` (the solver hit the limit before any incumbent);
@@ -325,7 +326,9 @@ def solve_exact(
         status ``"no_solution"``.  Solvers check their clock between steps, so
         they may overrun by a fraction of a second.  Python and numpy numbers
         are accepted; limits above 1e9 s are clamped to 1e9 s.  The DP and
-        brute force always run to the end (their sizes are capped instead).
+        brute force stop at the limit too and return the greedy incumbent
+        (or brute force's best assignment so far) with a valid bound, status
+        ``"feasible"`` (docs/model.md §4.7).
     threads : int, optional
         MILP solver threads (default: the solver's own).  HiGHS through OR-Tools
         ignores it.
@@ -343,12 +346,16 @@ def solve_exact(
     InvalidOptionError
         An option is not one of the valid values; ``method="dp"`` on a problem
         with per-worker speeds or beyond :data:`DP_MAX_STATES` /
-        :data:`DP_MAX_TABLE`; ``method="brute"`` beyond
+        :data:`DP_MAX_TABLE`, or beyond :data:`DP_MAX_WORK` transitions without
+        a ``time_limit``; ``method="brute"`` beyond
         :data:`BRUTE_MAX_ASSIGNMENTS`.
     MissingDependencyError
         OR-Tools is not installed (MILP only).
     SolverError
         The OR-Tools build lacks the requested solver.
+    KeyboardInterrupt
+        On Ctrl-C (SIGINT), within about a second whatever the method and
+        solver, after the work has stopped (docs/model.md §4.7).
 
     Notes
     -----
