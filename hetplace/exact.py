@@ -23,11 +23,13 @@ Methods
 
 import math
 import numbers
+import os
 import time
 
 import numpy as np
 
 from .errors import InvalidOptionError, InvalidProblemTypeError, MissingDependencyError, SolverError
+from . import _interrupt
 from ._result import Result
 from ._validation import check_time_limit
 from .placement import current_counts, evaluate, is_feasible, realise_counts
@@ -43,6 +45,7 @@ __all__ = [
     "DP_MAX_STATES",
     "DP_MAX_TABLE",
     "AUTO_DP_MAX_WORK",
+    "DP_MAX_WORK",
     "BRUTE_MAX_ASSIGNMENTS",
     "MILP_MAX_CELLS",
 ]
@@ -70,6 +73,19 @@ DP_MAX_TABLE = 100_000_000
 #: MILP can take minutes (measured in docs/results.md §5;
 #: ``pytest benchmarks/bench_exact.py -k auto_threshold``).
 AUTO_DP_MAX_WORK = 2_000_000_000
+#: Largest DP work (transitions) that ``method="dp"`` accepts without a ``time_limit``:
+#: about 1-2 minutes at the measured 3-5.6 ns per transition (docs/model.md §4.7).
+#: Beyond it ``method="dp"`` raises unless ``time_limit`` bounds the call.
+DP_MAX_WORK = 20_000_000_000
+#: Nanoseconds per DP transition used to predict its time in messages (the slow end
+#: of the measured 2.5-5.6 ns, see AUTO_DP_MAX_WORK).
+_DP_NS_PER_TRANSITION = 5.0
+#: DP transitions / brute-force assignments from which the call runs in a worker
+#: thread that Ctrl-C and ``time_limit`` can stop (hetplace._interrupt): about 30 ms;
+#: shorter calls run inline (a thread costs ~0.1 ms).
+_STOPPABLE_MIN_WORK = 10_000_000
+#: Seconds the single-worker moves may add to a DP or brute force stopped by time_limit.
+_MOVES_SECONDS = 0.2
 #: Largest ``(n_jobs + 1) ** n_workers`` that ``method="brute"`` accepts: a second or
 #: two of brute force (measured in docs/results.md §5;
 #: ``pytest benchmarks/bench_exact.py -k brute_force``).
@@ -123,6 +139,16 @@ _OBJ_COEF_MIN = 1e-6
 #: restart_time up to 1e30 stays within what SCIP, CP-SAT and HiGHS represent (1e20 is their
 #: infinity, and CP-SAT scales the objective to integers).
 _OBJ_COEF_MAX = 1e6
+#: Milliseconds SCIP and HiGHS run in this process before a longer solve moves to a child
+#: process that Ctrl-C can kill (``_run_solver``): about the worst wait of a Ctrl-C.
+_SLICE_MS = 500
+#: HiGHS's "unknown" result through OR-Tools (a limit hit before any incumbent).
+_HIGHS_UNKNOWN = 99
+#: Seconds a MILP child process takes to start and import OR-Tools (measured 0.2-0.3 s), set
+#: aside from its time limit.
+_CHILD_START_SECONDS = 0.4
+#: Seconds a MILP child process may outlive its time limit before it is killed.
+_CHILD_GRACE_SECONDS = 5.0
 
 
 class ExactResult(Result):
@@ -133,7 +159,8 @@ class ExactResult(Result):
     status : str
         ``"optimal"`` (proven, and verified: see Notes of :func:`solve_exact`);
         ``"feasible"`` (a limit was hit, or the solver's optimum failed the
-        check; the best placement found is returned); ``"time_limit"``
+        check; the best placement found is returned; also a DP or brute
+        force stopped by ``time_limit``); ``"time_limit"``
         (``time_limit`` ran out before the solver could start; the greedy
         baseline is returned, ``info["incumbent"] == "greedy"``);
         ``"no_solution"`` (the solver hit the limit before any incumbent, or
@@ -270,6 +297,20 @@ def _dp_refusal(problem):
     return None
 
 
+def _dp_work_refusal(problem):
+    """Why ``method="dp"`` without a ``time_limit`` would run too long (None when it would not)."""
+    _, work = dp_size(problem)
+    if work <= DP_MAX_WORK:
+        return None
+    minutes = work * _DP_NS_PER_TRANSITION * 1e-9 / 60
+    return (
+        f"method='dp' would make n_jobs * prod_g (m_g+1)(m_g+2)/2 = {work:,} transitions "
+        f"(about {minutes:,.0f} minutes at ~{_DP_NS_PER_TRANSITION:g} ns each), above DP_MAX_WORK = "
+        f"{DP_MAX_WORK:,}. Pass time_limit= (the DP then returns the greedy baseline with a lower "
+        "bound if it has not finished), or use method='milp' (or method='auto')."
+    )
+
+
 # ---------------------------------------------------------------- public API
 def solve_exact(
     problem: Problem, method: str = "auto", solver: str = "scip", time_limit: "float | None" = None,
@@ -305,7 +346,9 @@ def solve_exact(
         cell) fits what is left, else status is ``"no_solution"`` at once.  Solvers check their clock between steps, so
         they may overrun by a fraction of a second.  Python and numpy numbers
         are accepted; limits above 1e9 s are clamped to 1e9 s.  The DP and
-        brute force always run to the end (their sizes are capped instead).
+        brute force stop at the limit too and return the greedy incumbent
+        (or brute force's best assignment so far) with a valid bound, status
+        ``"feasible"`` (docs/model.md §4.7).
     threads : int, optional
         MILP solver threads (default: the solver's own).  HiGHS through OR-Tools
         ignores it.
@@ -323,7 +366,8 @@ def solve_exact(
     InvalidOptionError
         An option is not one of the valid values; ``method="dp"`` on a problem
         with per-worker speeds or beyond :data:`DP_MAX_STATES` /
-        :data:`DP_MAX_TABLE`; ``method="brute"`` beyond
+        :data:`DP_MAX_TABLE`, or beyond :data:`DP_MAX_WORK` transitions without
+        a ``time_limit``; ``method="brute"`` beyond
         :data:`BRUTE_MAX_ASSIGNMENTS`; the MILP (``"milp"``, or ``"auto"``
         when the DP does not apply) beyond :data:`MILP_MAX_CELLS`, before
         anything is built.
@@ -331,6 +375,9 @@ def solve_exact(
         OR-Tools is not installed (MILP only).
     SolverError
         The OR-Tools build lacks the requested solver.
+    KeyboardInterrupt
+        On Ctrl-C (SIGINT), within about a second whatever the method and
+        solver, after the work has stopped (docs/model.md §4.7).
 
     Notes
     -----
@@ -435,6 +482,8 @@ def solve_exact(
     )
     if method == "dp":
         why = _dp_refusal(problem)
+        if why is None and time_limit is None:
+            why = _dp_work_refusal(problem)
         if why is not None:
             raise InvalidOptionError(why)
     elif method == "brute":
@@ -452,14 +501,14 @@ def solve_exact(
             method = "dp"
 
     if method == "dp":
-        return _solve_dp(problem, t0, verbose)
+        return _solve_dp(problem, t0, time_limit, verbose)
     if method == "brute":
-        return _solve_brute(problem, t0, verbose)
+        return _solve_brute(problem, t0, time_limit, verbose)
     return _solve_milp(problem, solver, time_limit, threads, verbose, t0)
 
 
 # ---------------------------------------------------------------- type DP
-def _solve_dp(problem, t0, verbose):
+def _solve_dp(problem, t0, time_limit, verbose):
     from ._core._dp_nb import type_dp  # lazy: importing hetplace compiles nothing
 
     counts = problem.available_counts  # the DP runs on the available workers only
@@ -467,25 +516,53 @@ def _solve_dp(problem, t0, verbose):
     stride = np.cumprod(np.concatenate(([1], radix[:-1])))
     members = [np.flatnonzero((problem.worker_type == g) & problem.available) for g in range(problem.n_types)]
     penalty, keep = _dp_keep(problem, members, stride)
-    total, choice = type_dp(
+    states, work = dp_size(problem)
+    stop = _interrupt.new_stop()
+    args = (
         np.ascontiguousarray(problem.throughput, dtype=np.float64),
         np.ascontiguousarray(problem.work, dtype=np.float64),
         problem.size_cost_spec,  # communication, inf outside the size bounds (_core._polish.job_cost)
-        radix, penalty, keep,
+        radix, penalty, keep, stop,
     )
+    deadline = math.inf if time_limit is None else t0 + time_limit
+    if work >= _STOPPABLE_MIN_WORK:  # long: Ctrl-C and time_limit stop it (_interrupt)
+        total, choice, done, prefix = _interrupt.call(lambda: type_dp(*args), stop, deadline)
+    else:  # milliseconds: not worth a thread
+        total, choice, done, prefix = type_dp(*args)
+    info = {"states": states, "transitions": work}
+    if done < problem.n_jobs:  # time_limit: the greedy incumbent, and the bound of the finished stages
+        info["dp_jobs_done"] = int(done)
+        bound = (float(prefix) + float(problem.jct_alone[done:].sum())) / problem.n_jobs
+        msg = (f"time_limit={time_limit} s ran out after {done} of {problem.n_jobs} DP stages; the "
+               "placement returned is the greedy baseline (improved by single-worker moves), not an "
+               "optimum; the bound is the finished stages' optimum plus jct_alone of the other jobs")
+        return _greedy_result(problem, t0, "feasible", msg, bound, "dp", "dp", info, verbose)
     if not np.isfinite(total):  # pragma: no cover - Problem() rejects uncoverable instances
         return ExactResult("infeasible", "the type DP found no feasible placement", None, None,
                            time.perf_counter() - t0, "dp", "dp")
     y = (choice[:, None] // stride[None, :]) % radix[None, :]  # (S, G) type counts
     worker_job = realise_counts(problem, y, members)
-    states, work = dp_size(problem)
-    info = {"states": states, "transitions": work, "dp_total_jct": float(total)}
+    info["dp_total_jct"] = float(total)
     placement = evaluate(problem, worker_job, method="exact", info=info)
     wall = time.perf_counter() - t0
     if verbose:
         print(f"type DP: {states:,} states, {work:,} transitions, {wall:.3f} s")
     return ExactResult("optimal", "optimal (type DP)", placement, placement.mean_jct, wall,
                        "dp", "dp", info)
+
+
+def _greedy_result(problem, t0, status, msg, bound, method, solver, info, verbose, best=None):
+    """The result of a DP or brute force that ``time_limit`` stopped: the better of ``best``
+    (a placement it found, or None) and the greedy incumbent improved by moves (for at most
+    :data:`_MOVES_SECONDS`), with ``bound``."""
+    incumbent = _incumbent(problem)
+    incumbent = _improve_by_moves(problem, incumbent, 1e-9, deadline=time.perf_counter() + _MOVES_SECONDS)
+    if best is None or incumbent.mean_jct < best.mean_jct:
+        best = evaluate(problem, incumbent.worker_job, method="exact", info=info)
+        info["incumbent"] = "greedy"
+    if verbose:
+        print(f"{method}: {msg}")
+    return ExactResult(status, msg, best, bound, time.perf_counter() - t0, method, solver, info)
 
 
 def _dp_keep(problem, members, stride):
@@ -505,7 +582,7 @@ def _dp_keep(problem, members, stride):
 
 
 # ---------------------------------------------------------------- brute force
-def _solve_brute(problem, t0, verbose):
+def _solve_brute(problem, t0, time_limit, verbose):
     try:
         from ._core._brute import brute_force
     except ImportError as exc:
@@ -516,19 +593,32 @@ def _solve_brute(problem, t0, verbose):
         ) from None
 
     best = np.full(problem.n_workers, -1, dtype=np.int64)
-    total = brute_force(
+    stop = _interrupt.new_stop()
+    args = (
         np.ascontiguousarray(problem.worker_throughput, dtype=np.float64),
         np.ascontiguousarray(problem.work, dtype=np.float64),
         problem.size_cost_spec,  # communication, inf outside the size bounds (_core._polish.job_cost)
         np.ascontiguousarray(problem.current, dtype=np.int64),
         np.ascontiguousarray(problem.restart_cost, dtype=np.float64),
-        best,
+        best, stop,
     )
+    n = (problem.n_jobs + 1) ** problem.n_workers
+    info = {"assignments": n}
+    if n >= _STOPPABLE_MIN_WORK:  # long: Ctrl-C and time_limit stop it (_interrupt)
+        deadline = math.inf if time_limit is None else t0 + time_limit
+        total = _interrupt.call(lambda: brute_force(*args), stop, deadline)
+    else:
+        total = brute_force(*args)
+    if stop[0] == _interrupt.DEADLINE:  # the best assignment so far, or the greedy incumbent
+        found = evaluate(problem, best, method="exact", info=info) if np.isfinite(total) else None
+        msg = (f"time_limit={time_limit} s ran out before the enumeration ended; the best placement "
+               "found is returned, not an optimum, and the bound is mean(jct_alone)")
+        return _greedy_result(problem, t0, "feasible", msg, float(np.mean(problem.jct_alone)), "brute",
+                              "brute", info, verbose, best=found)
     if not np.isfinite(total):  # pragma: no cover - Problem() rejects uncoverable instances
         return ExactResult("infeasible", "no assignment gives every job a worker", None, None,
                            time.perf_counter() - t0, "brute", "brute")
-    n = (problem.n_jobs + 1) ** problem.n_workers
-    info = {"assignments": n, "brute_total_jct": float(total)}
+    info["brute_total_jct"] = float(total)
     placement = evaluate(problem, best, method="exact", info=info)
     wall = time.perf_counter() - t0
     if verbose:
@@ -574,12 +664,13 @@ def _solver_parameters(key, threads, verbose):
         return (
             f"limits/gap = {_REL_GAP}\nlimits/absgap = {_ABS_GAP}\n"
             "separating/aggregation/freq = -1\nseparating/maxroundsroot = 5\n"
+            "misc/catchctrlc = FALSE\n"  # Ctrl-C is ours (_run_solver), not a limit to return from
         )
     if key == "cp-sat":
         text = (
             f"relative_gap_limit: {_REL_GAP} absolute_gap_limit: {_ABS_GAP} "
             f"mip_var_scaling: {_CPSAT_VAR_SCALING} cp_model_presolve: false "
-            f"log_search_progress: {str(verbose).lower()}"
+            f"log_search_progress: {str(verbose).lower()} catch_sigint_signal: false"
         )
         if threads is not None:
             text += f" num_workers: {threads}"
@@ -1054,13 +1145,16 @@ def _solve_milp(problem, solver_key, time_limit, threads, verbose, t0, grouping=
         if remaining <= 0.0:
             return out_of_time(f"by the model build ({build_time:.3g} s; {solver_name} would need "
                                f"about {reserve:.2g} s more to load it)")
-        solver.SetTimeLimit(max(1, int(remaining * 1000)))
+        limit_ms = max(1, int(remaining * 1000))
+        solver.SetTimeLimit(limit_ms)
+    else:
+        limit_ms = None
     if threads is not None and solver_key != "highs":
         solver.SetNumThreads(threads)
     solver.SetSolverSpecificParametersAsString(_solver_parameters(solver_key, threads, verbose))
     params = pywraplp.MPSolverParameters()
     params.SetDoubleParam(params.RELATIVE_MIP_GAP, _REL_GAP)
-    code = solver.Solve(params)
+    code, nodes = _run_solver(pywraplp, solver, solver_key, params, limit_ms, h["nnz"], verbose)
     solve_time = time.perf_counter() - t0 - build_time
 
     # ---------------------------------------------------------------- check status
@@ -1076,7 +1170,9 @@ def _solve_milp(problem, solver_key, time_limit, threads, verbose, t0, grouping=
         "solve_time": solve_time,
         "solver_status_code": int(code),
     })
-    if solver_key != "cp-sat":
+    if nodes is not None:
+        info["nodes"] = nodes
+    elif solver_key != "cp-sat":
         try:
             info["nodes"] = int(solver.nodes())
         except Exception:  # pragma: no cover - not every backend reports nodes
@@ -1141,6 +1237,93 @@ def _solve_milp(problem, solver_key, time_limit, threads, verbose, t0, grouping=
     if verbose:
         print(f"{solver_name} MILP: {msg}; build {build_time:.3f} s, solve {solve_time:.3f} s")
     return ExactResult(status, msg, placement, bound, time.perf_counter() - t0, "milp", solver_name, info)
+
+
+def _run_solver(pywraplp, solver, solver_key, params, limit_ms, nnz, verbose):
+    """``solver.Solve(params)`` so that Ctrl-C stops it; returns ``(code, nodes or None)``.
+
+    The solve runs in a worker thread (:func:`hetplace._interrupt.call`) and
+    SCIP and CP-SAT have their own SIGINT handling switched off
+    (:func:`_solver_parameters`), so a Ctrl-C raises ``KeyboardInterrupt``
+    here once the solver has stopped.  CP-SAT is stopped by ``InterruptSolve``
+    (within milliseconds).  HiGHS cannot be interrupted through ``pywraplp``,
+    and SCIP's ``InterruptSolve`` waits while OR-Tools holds interruptions
+    (measured: up to 4.5 s into a solve): they run here for at most
+    :data:`_SLICE_MS` (a Ctrl-C waits for the slice to end), and a solve that
+    needs longer starts again in a child process (:mod:`hetplace._milp_child`,
+    the same model and parameters, so the same result) with the time left,
+    which a Ctrl-C kills.  ``nodes`` is the child's node count (None when the
+    solve ran here).  The child's time limit is what is left of ``limit_ms``
+    after the slice, its start (:data:`_CHILD_START_SECONDS`) and its model
+    set-up (``nnz`` coefficients at ``_SETUP_SECONDS_PER_NONZERO``).
+    """
+    if solver_key == "cp-sat":
+        return _interrupt.call(lambda: solver.Solve(params), interrupt=solver.InterruptSolve), None
+    start = time.perf_counter()
+    if limit_ms is not None and limit_ms <= _SLICE_MS:
+        return _interrupt.call(lambda: solver.Solve(params)), None
+    solver.SetTimeLimit(_SLICE_MS)
+    code = _interrupt.call(lambda: solver.Solve(params))
+    if code not in (pywraplp.Solver.FEASIBLE, pywraplp.Solver.NOT_SOLVED, _HIGHS_UNKNOWN):
+        return code, None  # finished within the slice
+    solver_id, name = SOLVERS[solver_key]
+    if limit_ms is not None:
+        spent = time.perf_counter() - start + _CHILD_START_SECONDS + nnz * _SETUP_SECONDS_PER_NONZERO[name]
+        limit_ms = int(limit_ms - spent * 1000)
+        if limit_ms <= 0:
+            return code, None
+    return _solve_in_child(pywraplp, solver, solver_key, solver_id, params, limit_ms, verbose)
+
+
+def _solve_in_child(pywraplp, solver, solver_key, solver_id, params, limit_ms, verbose):
+    """Solve ``solver``'s model in a child process (:mod:`hetplace._milp_child`); load its solution here.
+
+    Returns ``(code, nodes)``.  A Ctrl-C kills the child (and raises); a child
+    that outlives its time limit by :data:`_CHILD_GRACE_SECONDS` is killed and
+    reported as ``NOT_SOLVED``; one that fails raises :class:`SolverError`.
+    """
+    import pickle
+    import subprocess
+    import sys
+
+    from ortools.linear_solver import linear_solver_pb2
+
+    model = linear_solver_pb2.MPModelProto()
+    solver.ExportModelToProto(model)
+    request = pickle.dumps({"solver": solver_id, "model": model.SerializeToString(), "verbose": verbose,
+                            "parameters": _solver_parameters(solver_key, None, verbose),
+                            "time_limit_ms": limit_ms,
+                            "rel_gap": params.GetDoubleParam(params.RELATIVE_MIP_GAP)})
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_milp_child.py")
+    bootstrap = "import runpy, sys; runpy.run_path(sys.argv[1], run_name='__main__')"
+    child = subprocess.Popen([sys.executable, "-c", bootstrap, path], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE)
+
+    def exchange():
+        child.stdin.write(request)
+        child.stdin.flush()  # stdin stays open: the child exits when it closes (we died)
+        return child.stdout.read()
+
+    deadline = math.inf if limit_ms is None else time.perf_counter() + limit_ms / 1000 + _CHILD_GRACE_SECONDS
+    try:
+        reply = _interrupt.call(exchange, deadline=deadline, interrupt=child.kill)
+    finally:
+        child.kill()  # no-op once it has exited
+        child.stdin.close()
+        child.stdout.close()
+        child.wait()
+    if not reply:
+        if limit_ms is not None and time.perf_counter() > deadline:
+            return pywraplp.Solver.NOT_SOLVED, None
+        raise SolverError(f"the {solver_id} child process ended without an answer (exit code "
+                          f"{child.returncode}); its error is above on stderr")
+    answer = pickle.loads(reply)
+    if answer["code"] in (pywraplp.Solver.OPTIMAL, pywraplp.Solver.FEASIBLE):
+        response = linear_solver_pb2.MPSolutionResponse()
+        response.ParseFromString(answer["response"])
+        if not solver.LoadSolutionFromProto(response):  # pragma: no cover - the same model
+            raise SolverError(f"the {solver_id} child's solution did not load into the model")
+    return answer["code"], answer["nodes"]
 
 
 def _verify(problem, placement, status, msg, milp_objective, bound, incumbent, tol, solver_name,

@@ -42,12 +42,13 @@ import numpy as np
 
 from . import _fork
 from ._core._registry import BACKEND_CHOICES as BACKENDS  # re-exported: the backend= choices
+from . import _interrupt
 from ._validation import check_choice, check_positive_int
 from .errors import InvalidOptionError
 
 __all__ = [
     "smp_place", "SMP_DEFAULTS", "BACKENDS", "centre_sizes", "fit_sizes", "worker_classes", "class_modes",
-    "PARALLEL_MIN_WORK", "available_threads", "thread_count",
+    "PARALLEL_MIN_WORK", "STOPPABLE_MIN_WORK", "available_threads", "thread_count",
 ]
 
 
@@ -395,40 +396,52 @@ def _run(problem, cats, opts, extra=None):
               problem.uniform_speed)  # uniform_speed is False when a worker is down
     ccommon = (rhoC, problem.work, cost, mc)
     threads = thread_count(backend, opts["threads"], N * K * S)
-    with _threads(backend, threads):
-        if market_cls:
-            table.run_samples_classes(*ccommon, members, cls_start, cats, opts["max_rounds"], out_wj, out_total,
-                                      out_stats, threads)
-        else:
-            table.run_samples(rho, problem.work, cost, cats, form, opts["max_rounds"], job_order,
-                              order_len, worker_rank, out_wj, out_total, out_stats, threads)
-        if replacing:
-            pen, current = problem.restart_cost, problem.current
-            eco, emem, est = exact_classes
-            finite = np.flatnonzero(np.isfinite(out_total))  # an infeasible category's row stays inf
-            sub = np.ascontiguousarray(out_wj[finite])
-            out_total[finite] += table.keep_rows(eco, emem, est, current, pen,
-                                                 _class_counts(problem, eco, est.size - 1), sub, threads)
-            out_wj[finite] = sub
-            if extra is not None and len(extra):
-                out_wj = np.concatenate([out_wj, extra])
-                out_total = np.concatenate([out_total, _true_totals(problem, extra)])
-                out_stats = np.concatenate([out_stats, np.zeros((len(extra), 3), dtype=np.int64)])
-        if opts["polish"]:
-            rows = _rows_to_polish(out_wj, out_total, opts["polish_top"])
-            if extra is not None and len(extra):  # the keep candidates are always polished
-                rows = np.concatenate([rows[rows < N], np.arange(N, N + len(extra))])
-                rows = rows[np.isfinite(out_total[rows])]
-            if polish_cls:
-                polish_args = ccommon + (class_of, members, cls_start, rows, _MAX_POLISH_STEPS,
-                                         out_wj, out_total, out_stats, threads)
-                if replacing:
-                    polish_args += ((problem.restart_cost, _class_counts(problem, class_of, C), problem.current),)
+    # long decisions run in a worker thread that Ctrl-C stops between samples and polished
+    # rows (hetplace._interrupt; the kernels' Python entries read the flag); short ones inline
+    stop = _interrupt.new_stop() if N * K * S >= STOPPABLE_MIN_WORK else None
+
+    def search(out_wj, out_total, out_stats):
+        rows = None
+        with _threads(backend, threads):
+            if market_cls:
+                table.run_samples_classes(*ccommon, members, cls_start, cats, opts["max_rounds"], out_wj, out_total,
+                                          out_stats, threads, stop)
             else:
-                polish_args = common + (rows, _MAX_POLISH_STEPS, out_wj, out_total, out_stats, threads)
-                if replacing:
-                    polish_args += ((problem.restart_cost, problem.current),)
-            (table.polish_rows_classes if polish_cls else table.polish_rows)(*polish_args)
+                table.run_samples(rho, problem.work, cost, cats, form, opts["max_rounds"], job_order,
+                                  order_len, worker_rank, out_wj, out_total, out_stats, threads, stop)
+            if replacing:
+                pen, current = problem.restart_cost, problem.current
+                eco, emem, est = exact_classes
+                finite = np.flatnonzero(np.isfinite(out_total))  # an infeasible category's row stays inf
+                sub = np.ascontiguousarray(out_wj[finite])
+                out_total[finite] += table.keep_rows(eco, emem, est, current, pen,
+                                                     _class_counts(problem, eco, est.size - 1), sub, threads)
+                out_wj[finite] = sub
+                if extra is not None and len(extra):
+                    out_wj = np.concatenate([out_wj, extra])
+                    out_total = np.concatenate([out_total, _true_totals(problem, extra)])
+                    out_stats = np.concatenate([out_stats, np.zeros((len(extra), 3), dtype=np.int64)])
+            if opts["polish"]:
+                rows = _rows_to_polish(out_wj, out_total, opts["polish_top"])
+                if extra is not None and len(extra):  # the keep candidates are always polished
+                    rows = np.concatenate([rows[rows < N], np.arange(N, N + len(extra))])
+                    rows = rows[np.isfinite(out_total[rows])]
+                if polish_cls:
+                    polish_args = ccommon + (class_of, members, cls_start, rows, _MAX_POLISH_STEPS,
+                                             out_wj, out_total, out_stats, threads)
+                    if replacing:
+                        polish_args += ((problem.restart_cost, _class_counts(problem, class_of, C), problem.current),)
+                else:
+                    polish_args = common + (rows, _MAX_POLISH_STEPS, out_wj, out_total, out_stats, threads)
+                    if replacing:
+                        polish_args += ((problem.restart_cost, problem.current),)
+                (table.polish_rows_classes if polish_cls else table.polish_rows)(*polish_args, stop=stop)
+        return out_wj, out_total, out_stats, rows
+
+    if stop is not None:
+        out_wj, out_total, out_stats, rows = _interrupt.call(lambda: search(out_wj, out_total, out_stats), stop)
+    else:
+        out_wj, out_total, out_stats, rows = search(out_wj, out_total, out_stats)
     if approx:
         # bucket values were approximate: score every row truly, and reorder the
         # workers inside each bucket of the polished rows (fastest to the job that
@@ -511,6 +524,13 @@ def _rows_to_polish(out_wj, out_total, top):
         if top is not None and len(rows) >= top:
             break
     return np.array(rows, dtype=np.int64)
+
+
+#: From this many ``samples * K * S`` a decision's kernels run in a worker thread that
+#: Ctrl-C stops within one sample or polished row (:mod:`hetplace._interrupt`; the kernels
+#: poll a stop flag): K = 1,024, S = 64 with 64 samples, tens of milliseconds.  Smaller
+#: decisions (K = 64, S = 8 every round of a scheduler) run inline: a thread costs ~0.1 ms.
+STOPPABLE_MIN_WORK = 2**22
 
 
 #: Below this many ``samples * K * S``, a decision runs on one thread unless ``threads``

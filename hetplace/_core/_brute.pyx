@@ -7,10 +7,14 @@ from hetplace._core._polish cimport job_cost
 
 cnp.import_array()
 
+#: Assignments between two looks at the stop flag (about 2 ms).
+cdef enum:
+    POLL_ASSIGNMENTS = 65536
+
 
 def brute_force(const double[:, ::1] rho, const double[::1] work,
                 const double[:, ::1] size_cost, const long long[::1] current,
-                const double[::1] restart_cost, long long[::1] best_out):
+                const double[::1] restart_cost, long long[::1] best_out, const long long[::1] stop):
     """Write the assignment with the smallest total JCT into ``best_out``.
 
     ``size_cost`` prices job ``i`` on ``n`` workers, ``inf`` for sizes it cannot
@@ -25,6 +29,9 @@ def brute_force(const double[:, ::1] rho, const double[::1] work,
     zero throughput for its job, or an infinite size cost are skipped.  Ties
     keep the first found.  Returns the best total JCT, restart losses
     included (``inf`` if none is feasible).
+    ``stop`` (int64 (1,), :func:`hetplace._interrupt.new_stop`) is polled every
+    ``POLL_ASSIGNMENTS`` assignments: once nonzero the search returns the best
+    found so far (``best_out`` unchanged, ``inf``, when none was).
     """
     cdef Py_ssize_t S = rho.shape[0], K = rho.shape[1]
     cdef Py_ssize_t i, k
@@ -34,8 +41,14 @@ def brute_force(const double[:, ::1] rho, const double[::1] work,
     cdef double[::1] X = np.zeros(S)
     cdef double total, jct, best = np.inf
     cdef bint ok
+    cdef long long polls = 0
     with nogil:
         while True:
+            polls += 1
+            if polls == POLL_ASSIGNMENTS:
+                polls = 0
+                if stop[0] != 0:
+                    break
             # evaluate the current assignment
             ok = True
             for i in range(S):

@@ -11,11 +11,14 @@ import numpy as np
 #: The one job-cost function of the compiled core, as Numba compiles it (``_polish.job_cost``).
 job_cost = load("_polish", "numba").job_cost
 
-__all__ = ["type_dp"]
+__all__ = ["type_dp", "POLL_STATES"]
+
+#: Target states between two looks at the stop flag (a few microseconds of DP).
+POLL_STATES = 256
 
 
 @nb.njit(**JIT)
-def type_dp(rho, work, size_cost, radix, penalty, keep):
+def type_dp(rho, work, size_cost, radix, penalty, keep, stop):
     """Minimum total JCT (restart losses included) over type-count matrices, with the argmin.
 
     Parameters
@@ -37,6 +40,10 @@ def type_dp(rho, work, size_cost, radix, penalty, keep):
     keep : ndarray of int64, shape (S,)
         Mixed-radix index of job ``i``'s current type counts when it may keep
         exactly its current workers (``Problem.can_keep``), else -1.
+    stop : ndarray of int64, shape (1,)
+        Stop flag (:func:`hetplace._interrupt.new_stop`), polled every
+        :data:`POLL_STATES` target states: once nonzero the DP returns
+        with the jobs it has finished.
 
     Returns
     -------
@@ -44,6 +51,13 @@ def type_dp(rho, work, size_cost, radix, penalty, keep):
         Smallest total JCT (``inf`` if no feasible placement).
     choice : ndarray of int64, shape (S,)
         Mixed-radix index of the type-count vector given to each job.
+    done : int
+        Jobs whose stage finished: ``S``, or fewer when ``stop`` ended the
+        DP (``total`` is then ``inf`` and ``choice`` all -1).
+    prefix : float
+        ``min_s f_{done-1}(s)``: the smallest total JCT of jobs
+        ``0..done-1`` alone on the cluster (0 when ``done == 0``), a lower
+        bound on their part of any placement's total.
 
     Notes
     -----
@@ -77,7 +91,11 @@ def type_dp(rho, work, size_cost, radix, penalty, keep):
     d = np.zeros(G, dtype=np.int64)  # digits of the target state s
     e = np.zeros(G, dtype=np.int64)  # digits of the job's vector y
 
+    done = S
     for i in range(S):
+        if stop[0] != 0:
+            done = i
+            break
         # cost of every type-count vector y for job i
         for g in range(G):
             e[g] = 0
@@ -109,6 +127,8 @@ def type_dp(rho, work, size_cost, radix, penalty, keep):
         for g in range(G):
             d[g] = 0
         for s in range(n_states):
+            if s % POLL_STATES == 0 and stop[0] != 0:
+                break
             best = np.inf
             arg = -1
             for g in range(G):
@@ -140,6 +160,9 @@ def type_dp(rho, work, size_cost, radix, penalty, keep):
                     break
                 d[g] = 0
                 g += 1
+        if stop[0] != 0:  # stage i unfinished: f is still f_{i-1}
+            done = i
+            break
         for s in range(n_states):
             f[s] = nxt[s]
 
@@ -147,6 +170,8 @@ def type_dp(rho, work, size_cost, radix, penalty, keep):
     for s in range(1, n_states):
         if f[s] < f[best_s]:
             best_s = s
+    if done < S:
+        return np.inf, np.full(S, -1, dtype=np.int64), done, f[best_s]
     total = f[best_s]
     choice = np.full(S, -1, dtype=np.int64)
     if total < np.inf:
@@ -155,4 +180,4 @@ def type_dp(rho, work, size_cost, radix, penalty, keep):
             y = back[i, s]
             choice[i] = y
             s -= y
-    return total, choice
+    return total, choice, S, total

@@ -50,6 +50,8 @@ import numpy as np
 from cython.cimports.hetplace._core._polish import class_totals, expand_counts, job_cost
 from cython.parallel import prange
 
+from hetplace._core._chunks import batches
+
 __all__ = [
     "COMPILED", "FORM_PRICE", "FORM_ORDINAL", "auction_workspace_size", "gale_shapley_workspace_size",
     "market_workspace_size", "class_market_workspace_size", "auction_kernel", "job_order_kernel",
@@ -1053,7 +1055,7 @@ def _slices(threads):
 
 
 def run_samples(rho, work, comm, cats, form, max_rounds, job_order, order_len, worker_rank,
-                out_wj, out_total, out_stats, threads=1):
+                out_wj, out_total, out_stats, threads=1, stop=None):
     """Every category ``cats[s]`` through :func:`_market_category`; write assignment, true total JCT, counters.
 
     Parameters
@@ -1066,6 +1068,12 @@ def run_samples(rho, work, comm, cats, form, max_rounds, job_order, order_len, w
     out_stats : int64 (N, >= 2)  out: ``[rounds, proposals]`` in columns 0, 1
     threads : int                threads of the ``prange`` (<= 0: one per core), and
                                  work slices; Numba's thread count is set by the caller
+    stop : int64 (1,), optional  a stop flag (:func:`hetplace._interrupt.new_stop`): the
+                                 samples then go through the driver in batches
+                                 (:func:`hetplace._core._chunks.batches`), and once
+                                 ``stop[0]`` is nonzero the rest are skipped (rows left
+                                 as they were; the caller discards them).  The same
+                                 rows either way.
     """
     S, K = rho.shape
     T = _slices(threads)
@@ -1073,16 +1081,17 @@ def run_samples(rho, work, comm, cats, form, max_rounds, job_order, order_len, w
     fws = np.empty((T, nf))
     iws = np.empty((T, ni), dtype=np.int64)
     mstats = np.zeros((T, 2), dtype=np.int64)
-    _run_samples(rho, work, comm, cats, form, max_rounds, job_order, order_len, worker_rank, out_wj, out_total,
-                 out_stats, fws, iws, mstats, T)
+    for a, b in batches(cats.shape[0], T, stop):
+        _run_samples(rho, work, comm, cats[a:b], form, max_rounds, job_order, order_len, worker_rank, out_wj[a:b],
+                     out_total[a:b], out_stats[a:b], fws, iws, mstats, T)
 
 
 def run_samples_classes(rhoC, work, comm, mc, members, cls_start, cats, max_rounds, out_wj, out_total, out_stats,
-                        threads=1):
+                        threads=1, stop=None):
     """Every category through :func:`_class_market`; counts expanded to workers by ``_polish.expand_counts``.
 
-    ``members``, ``cls_start``: :func:`hetplace.smp.worker_classes`; outputs
-    and ``threads`` as :func:`run_samples`.
+    ``members``, ``cls_start``: :func:`hetplace.smp.worker_classes`; outputs,
+    ``threads`` and ``stop`` as :func:`run_samples`.
     """
     S, C = rhoC.shape
     K = out_wj.shape[1]
@@ -1092,8 +1101,9 @@ def run_samples_classes(rhoC, work, comm, mc, members, cls_start, cats, max_roun
     iws = np.empty((T, ni), dtype=np.int64)
     mstats = np.zeros((T, 2), dtype=np.int64)
     cnt = np.zeros((T, 3, S, C), dtype=np.int64)
-    _run_samples_classes(rhoC, work, comm, mc, members, cls_start, cats, max_rounds, out_wj, out_total, out_stats,
-                         fws, iws, mstats, cnt, T)
+    for a, b in batches(cats.shape[0], T, stop):
+        _run_samples_classes(rhoC, work, comm, mc, members, cls_start, cats[a:b], max_rounds, out_wj[a:b],
+                             out_total[a:b], out_stats[a:b], fws, iws, mstats, cnt, T)
 
 
 def auction_kernel(vals_t, scale, lo, caps, worker_job, job_price, stats, fws, iws):

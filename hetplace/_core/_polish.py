@@ -34,6 +34,8 @@ import cython
 import numpy as np
 from cython.parallel import prange
 
+from hetplace._core._chunks import batches
+
 __all__ = [
     "COMPILED", "job_cost", "assignment_total", "polish_kernel", "polish", "polish_rows",
     "class_totals", "expand_counts", "counts_of", "polish_classes_kernel", "polish_classes", "polish_rows_classes",
@@ -417,7 +419,7 @@ def polish(rho: cython.const[cython.double][:, ::1], work: cython.const[cython.d
 
 
 def polish_rows(rho, work, comm, worker_type, speed, uniform, rows, max_steps, out_wj, out_total, out_stats,
-                threads=0, restart=None):
+                threads=0, restart=None, stop=None):
     """Polish the assignments ``out_wj[rows[j]]`` in place, in parallel over ``j``; update totals and steps.
 
     Parameters
@@ -432,14 +434,21 @@ def polish_rows(rho, work, comm, worker_type, speed, uniform, rows, max_steps, o
                                 set by the caller (``numba.set_num_threads``)
     restart : None or (pen, current)
         As :func:`polish`; the totals then include the restart losses.
+    stop : int64 (1,), optional
+        A stop flag (:func:`hetplace._interrupt.new_stop`): the rows then go
+        through the driver in batches (:func:`hetplace._core._chunks.batches`),
+        and once ``stop[0]`` is nonzero the rest are skipped (the caller
+        discards them).  Every row has its own work arrays either way, so the
+        results are the same.
     """
     S, K = rho.shape
     X, n, rep, seen = _workspace(rows.shape[0], S, K, worker_type)
     replacing, pen, current = _restart_args(restart, S, K)
     diff = np.zeros((rows.shape[0], S), dtype=np.int64)
     nt = threads if threads > 0 else (os.cpu_count() or 1)
-    _polish_rows_kernel(rho, work, comm, worker_type, uniform, rows, max_steps, out_wj, out_total, out_stats,
-                        X, n, rep, seen, replacing, pen, current, diff, nt)
+    for a, b in batches(rows.shape[0], nt, stop):
+        _polish_rows_kernel(rho, work, comm, worker_type, uniform, rows[a:b], max_steps, out_wj, out_total,
+                            out_stats, X[a:b], n[a:b], rep[a:b], seen[a:b], replacing, pen, current, diff[a:b], nt)
 
 
 # ------------------------------------------------------------------ worker classes
@@ -1162,7 +1171,7 @@ def polish_classes(rhoC: cython.const[cython.double][:, ::1], work: cython.const
 
 
 def polish_rows_classes(rhoC, work, comm, mc, class_of, members, cls_start, rows, max_steps, out_wj, out_total,
-                        out_stats, threads=0, restart=None, tree_cells=TREE_CELLS):
+                        out_stats, threads=0, restart=None, tree_cells=TREE_CELLS, stop=None):
     """Polish ``out_wj[rows[j]]`` on class counts, in place and in parallel over ``j``.
 
     Each row is counted per class (``class_of``), polished by
@@ -1175,16 +1184,20 @@ def polish_rows_classes(rhoC, work, comm, mc, class_of, members, cls_start, rows
     their totals include the restart losses.  The rows are polished as many
     at a time as their trees fit in ``tree_cells`` (all of them, but for
     hundreds of thousands of jobs); each row's result does not depend on that.
+    ``stop``: as in :func:`polish_rows` (then at most one row per thread at a time).
     """
     S, C = rhoC.shape
     replacing, pen, curC, current = _class_restart_args(restart, S, C, out_wj.shape[1])
-    T, P = class_trees(S, C, max(rows.shape[0], 1), None, tree_cells)
-    m = T.shape[0] if P > 0 else max(rows.shape[0], 1)
+    nt = threads if threads > 0 else (os.cpu_count() or 1)
+    want = max(rows.shape[0] if stop is None else min(rows.shape[0], nt), 1)
+    T, P = class_trees(S, C, want, None, tree_cells)
+    m = T.shape[0] if P > 0 else want
     cnt = np.zeros((m, S, C), dtype=np.int64)
     X, n, idle = np.zeros((m, S)), np.zeros((m, S), dtype=np.int64), np.zeros((m, C), dtype=np.int64)
     diff = np.zeros((m, S), dtype=np.int64)
-    nt = threads if threads > 0 else (os.cpu_count() or 1)
     for a in range(0, rows.shape[0], m):
+        if stop is not None and stop[0] != 0:  # read between calls: see _chunks
+            return
         chunk = np.ascontiguousarray(rows[a:a + m])
         _polish_rows_classes_kernel(rhoC, work, comm, mc, class_of, members, cls_start, chunk, max_steps, out_wj,
                                     out_total, out_stats, cnt, X, n, idle, replacing, pen, curC, current, diff, T, P,
