@@ -226,8 +226,10 @@ def as_real_array(value, name, what="numbers", shape_text="", error=InvalidOptio
         ) from None
     kind = raw.dtype.kind
     nested = isinstance(value, (list, tuple))
-    if (kind in "iuf" and not nested) or raw.size == 0:
+    if kind in "iuf" and not nested:
         return raw
+    if raw.size == 0:  # nothing to check; an empty complex or string array must not warn when cast
+        return np.empty(raw.shape, dtype=np.float64)
     if kind == "O" or nested:
         scan = raw if kind == "O" else np.asarray(value, dtype=object)
         flat = scan.ravel().tolist()

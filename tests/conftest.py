@@ -16,11 +16,50 @@ differential campaigns, full parameter ranges, scale tests) and ``fuzz`` (the la
 fuzzing budgets); ``python -m pytest -m slow`` and ``-m fuzz`` run them.
 """
 
+import glob
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from hostile import FAST_EXAMPLES, FUZZ_EXAMPLES
 from instances import gavel_problem
 from methods import METHODS
+
+
+_WARMUP = {}
+
+
+def _numba_cache_is_cold():
+    """No cached Numba compilation of the market kernels where Numba keeps its cache."""
+    core = Path(__file__).resolve().parents[1] / "hetplace" / "_core"
+    where = [str(core / "__pycache__")]
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        where.append(os.path.join(os.environ["NUMBA_CACHE_DIR"], "**"))
+    return not any(glob.glob(os.path.join(w, "_market*.nbi"), recursive=True) for w in where)
+
+
+def pytest_sessionstart(session):
+    """On a cold Numba cache, compile the kernels in the background (tests/numba_warmup.py).
+
+    The suite runs on one core; the second compiles the kernels the tests will load.
+    Off with the JIT off, under pytest-xdist workers, or with HETPLACE_NO_WARMUP=1.
+    """
+    if (os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0") or os.environ.get("HETPLACE_NO_WARMUP")
+            or hasattr(session.config, "workerinput") or not _numba_cache_is_cold()):
+        return
+    script = Path(__file__).with_name("numba_warmup.py")
+    _WARMUP["proc"] = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    proc = _WARMUP.pop("proc", None)
+    if proc is not None and proc.poll() is None:
+        proc.terminate()  # Numba replaces cache files atomically: no half-written file is left
+        proc.wait()
 
 
 def pytest_report_header(config):
