@@ -51,10 +51,10 @@ REFERENCE_MACHINE = ("2-core KVM guest, AMD EPYC (family 26), 2.6 GHz, 2 MiB L2 
 #: Median seconds on :data:`REFERENCE_MACHINE`, idle: ``(cpu, wall)`` per workload
 #: (``python benchmarks/bench_calibration.py`` there, 2026-12-02).
 REFERENCE = {
-    "python": (None, None),
-    "numpy": (None, None),
-    "smp-64": (None, None),
-    "smp-4096": (None, None),
+    "python": (0.04022, 0.04022),
+    "numpy": (0.01938, 0.01938),
+    "smp-64": (0.00472, 0.00472),
+    "smp-4096": (0.05619, 0.05641),
 }
 
 
