@@ -3,6 +3,7 @@
 Run (from the repository root)::
 
     python benchmarks/bench_calibration.py          # or: pytest benchmarks/bench_calibration.py -s
+    python benchmarks/bench_calibration.py --per-seed   # K = 64 decisions per instance and backend
 
 Every speed figure in ``docs/results.md`` was measured on one machine (its
 description is :data:`REFERENCE_MACHINE`).  This script runs four fixed
@@ -143,5 +144,32 @@ def test_calibration(capsys):
         print("\n" + report(results))
 
 
+def per_seed(reps=30):
+    """Median CPU and wall ms of one K = 64, S = 8 decision per Gavel seed and backend (one thread).
+
+    Returns
+    -------
+    list of str
+        One line per backend: ``seed: cpu / wall`` for seeds 123, 1, 2, 3, 4.
+    """
+    table, lines = gavel_path(), []
+    problems = {seed: gavel_instance(seed, 64, 8, table) for seed in (123, 1, 2, 3, 4)}
+    for backend in ("cython", "numba"):
+        cells = []
+        for seed, p in problems.items():
+            hp.place(p, method="smp", seed=1, backend=backend, threads=1)  # warm-up
+            cpu, wall = [], []
+            for _ in range(reps):
+                c, w = time.process_time(), time.perf_counter()
+                hp.place(p, method="smp", seed=1, backend=backend, threads=1)
+                cpu.append(time.process_time() - c)
+                wall.append(time.perf_counter() - w)
+            cells.append(f"{seed}: {1e3 * statistics.median(cpu):.2f} / {1e3 * statistics.median(wall):.2f} ms")
+        lines.append(f"{backend:<7} " + ", ".join(cells))
+    return lines
+
+
 if __name__ == "__main__":
+    if "--per-seed" in sys.argv[1:]:
+        sys.exit(print("K = 64, S = 8, one thread, CPU / wall per decision\n" + "\n".join(per_seed())))
     sys.exit(print(report(measure())))
