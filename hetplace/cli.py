@@ -31,6 +31,12 @@ from pathlib import Path
 __all__ = ["main"]
 
 
+
+def _say(text):
+    """Write ``text`` to stderr, if the process has one (a daemon, ``2>&-``: it has not)."""
+    if sys.stderr is not None:
+        sys.stderr.write(text)
+
 def _time_limit(text):
     if text.strip().lower() in ("none", "0", "inf"):
         return None
@@ -308,7 +314,7 @@ def _bench(args, out, argv):
         kw.setdefault("families", ("gavel", "speeds", "synthetic") if gavel else ("synthetic",))
         spec = bench.SweepSpec(gavel=gavel, **kw)
     for note in notes:
-        sys.stderr.write(f"hetplace: note: {note}\n")
+        _say(f"hetplace: note: {note}\n")
     command = "hetplace " + shlex.join(argv)
     try:
         managed = bench.make_executor(args.executor, args.workers, args.dask_address)
@@ -331,10 +337,10 @@ def _bench(args, out, argv):
     out.write(Path(paths["summary"]).read_text(encoding="utf-8"))
     out.write("\nwrote " + ", ".join(str(p) for k, p in paths.items() if k != "plots_skipped") + "\n")
     if "plots_skipped" in paths:
-        sys.stderr.write(f"hetplace: note: no plots: {paths['plots_skipped']}\n")
+        _say(f"hetplace: note: no plots: {paths['plots_skipped']}\n")
     if result.errors:
         e = result.errors[0]
-        sys.stderr.write(
+        _say(
             f"hetplace: warning: {len(result.errors)} row(s) failed (column 'error'), e.g. {e['method']} on "
             f"{e['family']} K={e['K']} S={e['S']} seed={e['seed']}: {e['error']}\n"
         )
@@ -408,12 +414,12 @@ def _simulate(args, out, argv):
     out.write(f"\nwrote {len(results)} simulation(s) and " + ", ".join(
         str(p) for k, p in paths.items() if k != "plots_skipped") + "\n")
     for r in results:
-        if r["summary"]["status"] != "complete" and sys.stderr is not None:
+        if r["summary"]["status"] != "complete":
             p = r["payload"]
             rate = "" if p["rate"] is None else f", rate {p['rate']:g}"
-            sys.stderr.write(f"hetplace: note: {p['policy']}{rate}, seed {p['seed']}: {r['summary']['message']}\n")
+            _say(f"hetplace: note: {p['policy']}{rate}, seed {p['seed']}: {r['summary']['message']}\n")
     if "plots_skipped" in paths:
-        sys.stderr.write(f"hetplace: note: no plots: {paths['plots_skipped']}\n")
+        _say(f"hetplace: note: no plots: {paths['plots_skipped']}\n")
     return 0
 
 
@@ -499,8 +505,8 @@ def main(argv=None, out=None):
     except BrokenPipeError:
         return _quiet_broken_pipe(out)
     except KeyboardInterrupt:
-        sys.stderr.write("hetplace: interrupted\n")
+        _say("hetplace: interrupted\n")
         return 130
     except _input_errors() as exc:
-        sys.stderr.write(f"hetplace: error: {_error_message(exc)}\n")
+        _say(f"hetplace: error: {_error_message(exc)}\n")
         return 2

@@ -373,3 +373,9 @@ def test_cli_output_to_a_closed_pipe_exits_quietly(tmp_path):
         proc.kill()
     assert first.startswith(b"Problem(")
     assert err == "" and code == 1  # was a BrokenPipeError traceback
+
+
+def test_cli_without_stderr_reports_by_exit_code(monkeypatch):
+    # a daemon or `2>&-`: sys.stderr is None; an error must still end in exit 2, not AttributeError
+    monkeypatch.setattr(sys, "stderr", None)
+    assert main(["place", "--cluster", "missing.toml", "--jobs", "missing.csv"]) == 2
