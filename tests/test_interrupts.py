@@ -25,6 +25,10 @@ from interrupt_cases import CASES, _gavel, run_case
 #: Seconds from SIGINT to KeyboardInterrupt that a case may take (measured: under 1 s; the
 #: margin is for a busy machine and a first Numba cache load).
 LATENCY = 5.0
+#: The DP's time-limit tests time the compiled DP: with the JIT off it runs as plain Python,
+#: about 100x slower between two checks of its stop flag.
+_COMPILED_DP = pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0"),
+                                  reason="times the compiled DP; Numba's JIT is off")
 FAST = ("dp", "milp-scip", "smp-cython")
 
 
@@ -65,6 +69,7 @@ def test_cli_interrupted_exits_130(tmp_path):
     assert err == "hetplace: interrupted\n", err
 
 
+@_COMPILED_DP
 def test_dp_time_limit_bounds_the_call():
     p = _gavel(1, 300, 3)  # 1e11 transitions: about 9 minutes
     solve_exact(_gavel(1, 16, 4), method="dp")  # the Numba cache is loaded outside the timer
@@ -78,6 +83,7 @@ def test_dp_time_limit_bounds_the_call():
     assert res.bound >= float(p.jct_alone.mean()) - 1e-9 * res.objective
 
 
+@_COMPILED_DP
 def test_dp_time_limit_partial_bound_is_valid():
     p = _gavel(2, 90, 40)  # 40 DP stages of ~0.5 s each
     solve_exact(_gavel(1, 16, 4), method="dp")  # the Numba cache is loaded outside the time limit
