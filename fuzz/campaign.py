@@ -14,8 +14,13 @@ segfault, an abort or a hang is an outcome like any other.  Outcomes:
     A :class:`hetplace.HetplaceError` with a non-empty message.  When the case
     names the parameter it varies, a message that does not mention it is
     listed as ``VAGUE`` (a warning, not a failure).
+``INTERRUPTED``
+    Only for the cases that send SIGINT to their own process (``--only
+    interrupt``): ``KeyboardInterrupt`` within ``INTERRUPT_LATENCY_S`` of the
+    signal, and the next small call of the same method places as before.
 ``FAILURE``
-    A signal, a timeout, any other exception type, a RuntimeWarning of
+    A signal, a timeout, any other exception type (``KeyboardInterrupt`` in
+    any other case), a RuntimeWarning of
     overflow / invalid value / division, NaN or inf in a result, or a result
     its own numbers contradict.
 
@@ -143,24 +148,32 @@ def element_variants(base, values=SCALARS):
 
 # ----------------------------------------------------------------------------- cases
 class Case:
-    __slots__ = ("id", "entry", "fn", "check", "param")
+    __slots__ = ("id", "entry", "fn", "check", "param", "interrupted")
 
-    def __init__(self, cid, entry, fn, check=None, param=None):
+    def __init__(self, cid, entry, fn, check=None, param=None, interrupted=None):
         self.id, self.entry, self.fn, self.check, self.param = cid, entry, fn, check, param
+        self.interrupted = interrupted
 
 
 CASES = []
 _SEEN = {}
 
 
-def case(entry, name, fn, check=None, param=None):
-    """Register one case; a repeated id gets a ``#n`` suffix."""
+def case(entry, name, fn, check=None, param=None, interrupted=None):
+    """Register one case; a repeated id gets a ``#n`` suffix.
+
+    ``interrupted``, for a case that sends SIGINT to its own process: called
+    after ``fn`` raised ``KeyboardInterrupt``, it checks the interrupt (raises
+    :class:`Lie` when it was late or left the process unusable); the outcome
+    is then ``INTERRUPTED``.  In every other case a ``KeyboardInterrupt`` is a
+    ``FAILURE``.
+    """
     cid = f"{entry}/{name}"
     n = _SEEN.get(cid, 0)
     _SEEN[cid] = n + 1
     if n:
         cid = f"{cid}#{n + 1}"
-    CASES.append(Case(cid, entry, fn, check, param))
+    CASES.append(Case(cid, entry, fn, check, param, interrupted))
 
 
 class Lie(AssertionError):
@@ -227,7 +240,7 @@ def certify(problem, pl):
     for i in range(problem.n_jobs):
         need(int(shares[wj == i].sum()) == int(problem.batch[i]), f"shares of job {i} do not sum to its batch")
     need(np.all(shares >= 0), "negative share")
-    for attr in ("jct", "compute_time", "comm_time", "slowdown", "fairness", "worst_slowdown"):
+    for attr in ("jct", "compute_per_iteration", "comm_per_iteration", "slowdown", "fairness", "worst_slowdown"):
         finite(getattr(pl, attr), attr)
     return pl
 
@@ -1639,6 +1652,158 @@ def add_online_cases(tmp):
             case("online", f"cli/{ex}/{' '.join(args)}", sim_cli("--executor", ex, "--workers", "1", *args))
 
 
+def add_depth_cases():
+    """Lists nested beyond the recursion limit, self-containing and ragged: a HetplaceError, never RecursionError."""
+    from hetplace import balance as bl
+
+    labels = ("5k", "100k", "5k-bool", "self", "ragged-3k", "70")  # tests/hostile.py DEEP_STRUCTURES, in order
+
+    def deep(i):
+        from hostile import DEEP_STRUCTURES  # built in the child: 100,000 levels do not go through a pipe
+
+        return DEEP_STRUCTURES[i]
+
+    def problem(param, i):
+        return lambda: hp.Problem(**{**BASE, "current": [0, 1, -1, 1], param: deep(i)})
+
+    calls = {"largest_remainder": ("x", lambda v: bl.largest_remainder(v, 10)),
+             "LoadBalancer.observe": ("compute_times", lambda v: bl.LoadBalancer(8, 2).observe(v)),
+             "LoadBalancer/memory_caps": ("memory_caps", lambda v: bl.LoadBalancer(8, 2, memory_caps=v)),
+             "LoadBalancer/knees": ("knees", lambda v: bl.LoadBalancer(8, 2, policy="gpu", knees=v))}
+    for i, label in enumerate(labels):
+        for param in ("throughput", "type_counts", "batch", "iterations", "grad_bytes", "worker_speed", "available",
+                      "current", "restart_time", "bandwidth"):
+            case("depth", f"Problem/{param}/{label}", problem(param, i), certify_problem, param)
+        for name, (param, call) in calls.items():
+            case("depth", f"{name}/{label}", lambda call=call, i=i: call(deep(i)), param=param)
+
+
+#: Longest accepted delay from SIGINT to KeyboardInterrupt (docs/results.md: worst measured 0.6 s).
+INTERRUPT_LATENCY_S = 2.0
+
+
+def add_interrupt_cases():
+    """Ctrl-C: a long call of each method and backend, SIGINT from a timer thread; then a small call must work.
+
+    The calls and delays are those of tests/interrupt_cases.py (``CASES``).
+    """
+    import threading
+
+    import interrupt_cases as ic
+
+    def same(a, b):
+        a, b = (getattr(x, "placement", x) for x in (a, b))  # an ExactResult holds its placement
+        return a.worker_job.tolist() == b.worker_job.tolist()
+
+    def make(name):
+        make_long, make_small, delay = ic.CASES[name]
+        state = {}
+
+        def fn():
+            small, call = make_small(), make_long()
+            state["before"], state["small"] = small(), small
+
+            def fire():
+                state["sent"] = time.perf_counter()
+                os.kill(os.getpid(), signal.SIGINT)
+
+            timer = threading.Timer(delay, fire)
+            timer.start()
+            try:
+                call()
+            except KeyboardInterrupt:
+                state["raised"] = time.perf_counter()
+                raise
+            finally:
+                timer.cancel()
+            raise Lie(f"the long call returned before SIGINT ({delay} s)" if "sent" not in state
+                      else "the long call returned normally after SIGINT")
+
+        def interrupted():
+            need("sent" in state, "KeyboardInterrupt before any SIGINT was sent")
+            need("raised" in state, "KeyboardInterrupt only after the long call had returned")
+            latency = state["raised"] - state["sent"]
+            need(latency <= INTERRUPT_LATENCY_S, f"KeyboardInterrupt {latency:.2f} s after SIGINT")
+            need(same(state["small"](), state["before"]), "the next small call placed differently")
+            return latency
+
+        return fn, interrupted
+
+    for name in ("dp", "brute", "milp-scip", "milp-scip-slice", "milp-cp-sat", "milp-highs", "milp-highs-child",
+                 "smp-cython", "smp-numba", "smp-python"):
+        fn, interrupted = make(name)
+        case("interrupt", name, fn, interrupted=interrupted)
+
+
+#: Seconds a forked child may take to decide (a cold Numba cache compiles the serial kernels there).
+FORK_CHILD_S = 8.0
+
+
+def add_fork_cases():
+    """Fork after a parallel SMP decision: the child decides again, within a time limit, exactly as its parent."""
+    import multiprocessing
+
+    from hetplace.instances import synthetic_instance
+
+    def decide(backend, threads):
+        pl = hp.place(synthetic_instance(1, 64, 8), method="smp", seed=3, backend=backend, threads=threads,
+                      samples=16)
+        certify(synthetic_instance(1, 64, 8), pl)
+        return pl.worker_job.tobytes()
+
+    def in_os_fork(fn):
+        rd, wr = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(rd)
+            code = 1
+            try:
+                os.write(wr, fn())
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(wr)
+        deadline = time.monotonic() + FORK_CHILD_S
+        while not os.waitpid(pid, os.WNOHANG)[0]:
+            if time.monotonic() > deadline:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                os.close(rd)
+                raise Lie(f"the forked child did not decide within {FORK_CHILD_S:g} s")
+            time.sleep(0.01)
+        with os.fdopen(rd, "rb") as fh:
+            return fh.read()
+
+    def in_mp_fork(fn):
+        ctx = multiprocessing.get_context("fork")
+        rx, tx = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=lambda: tx.send_bytes(fn()))
+        proc.start()
+        got = rx.recv_bytes() if rx.poll(FORK_CHILD_S) else None
+        proc.join(1.0)
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+        need(got is not None, f"the multiprocessing child did not decide within {FORK_CHILD_S:g} s "
+                              f"(exit code {proc.exitcode})")
+        return got
+
+    def fork_case(backend, child_threads, how):
+        def f():
+            parent = decide(backend, 2)
+            child = (in_os_fork if how == "os.fork" else in_mp_fork)(lambda: decide(backend, child_threads))
+            need(child == parent, "the forked child placed differently from its parent")
+            need(decide(backend, 2) == parent, "the parent placed differently after forking")
+            return parent
+        return f
+
+    for backend in ("cython", "numba"):
+        for child_threads in (2, None, 1):
+            for how in ("os.fork", "multiprocessing"):
+                case("fork", f"{backend}/threads=2/{how}/child-threads={child_threads}",
+                     fork_case(backend, child_threads, how))
+
+
 # ----------------------------------------------------------------------------- running
 def build_cases(tmp):
     """Every case of the campaign (hostile files are written into ``tmp``)."""
@@ -1666,6 +1831,9 @@ def _build_all(tmp):
     add_torch_cases(tmp)
     add_online_cases(tmp)
     add_cli_cases(cpaths, jpaths, tmp)
+    add_depth_cases()
+    add_interrupt_cases()
+    add_fork_cases()
 
 
 _BAD_WARNING = ("overflow", "invalid value", "divide by zero", "underflow")
@@ -1688,6 +1856,18 @@ def run_case(c):
                 out["vague"] = True
         except Lie as exc:
             out.update(outcome="FAILURE", kind="lie", detail=str(exc)[:400])
+        except KeyboardInterrupt as exc:
+            if c.interrupted is None:  # nobody sent one: a failure like any other exception
+                out.update(outcome="FAILURE", kind="KeyboardInterrupt", detail=f"KeyboardInterrupt: {exc}",
+                           traceback=traceback.format_exc(limit=-4)[-1500:])
+            else:
+                try:
+                    out.update(outcome="INTERRUPTED", detail=f"KeyboardInterrupt {c.interrupted():.3f} s after SIGINT")
+                except Lie as why:
+                    out.update(outcome="FAILURE", kind="lie", detail=str(why)[:400])
+                except BaseException as why:  # noqa: BLE001
+                    out.update(outcome="FAILURE", kind=f"after-interrupt-{type(why).__name__}", detail=str(why)[:300],
+                               traceback=traceback.format_exc(limit=-4)[-1500:])
         except BaseException as exc:  # noqa: BLE001 - every other exception is a failure
             tb = traceback.format_exc(limit=-4)
             out.update(outcome="FAILURE", kind=type(exc).__name__, detail=f"{type(exc).__name__}: {str(exc)[:300]}",
@@ -1886,7 +2066,8 @@ def main(argv=None):
 
     table = {}
     for r in results:
-        row = table.setdefault(r["entry"], {"cases": 0, "OK": 0, "HETPLACE_ERROR": 0, "FAILURE": 0, "VAGUE": 0})
+        row = table.setdefault(r["entry"], {"cases": 0, "OK": 0, "HETPLACE_ERROR": 0, "INTERRUPTED": 0, "FAILURE": 0,
+                                            "VAGUE": 0})
         row["cases"] += 1
         row[r["outcome"]] += 1
         row["VAGUE"] += bool(r.get("vague"))
@@ -1900,11 +2081,12 @@ def main(argv=None):
         print(f"\n{len(vague)} HetplaceError message(s) not naming the varied parameter:")
         for r in sorted(vague, key=lambda r: r["id"])[:60]:
             print(f"  VAGUE {r['id']}: {r['detail'][:200]}")
-    print(f"\n{'entry point':<14}{'cases':>7}{'OK':>7}{'ERROR':>7}{'FAIL':>6}{'vague':>7}")
-    for entry, row in table.items():
-        print(f"{entry:<14}{row['cases']:>7}{row['OK']:>7}{row['HETPLACE_ERROR']:>7}{row['FAILURE']:>6}{row['VAGUE']:>7}")
-    tot = {k: sum(row[k] for row in table.values()) for k in ("cases", "OK", "HETPLACE_ERROR", "FAILURE", "VAGUE")}
-    print(f"{'total':<14}{tot['cases']:>7}{tot['OK']:>7}{tot['HETPLACE_ERROR']:>7}{tot['FAILURE']:>6}{tot['VAGUE']:>7}")
+    cols = (("cases", "cases", 7), ("OK", "OK", 7), ("HETPLACE_ERROR", "ERROR", 7), ("INTERRUPTED", "INTR", 6),
+            ("FAILURE", "FAIL", 6), ("VAGUE", "vague", 7))
+    print("\n" + f"{'entry point':<14}" + "".join(f"{head:>{w}}" for _, head, w in cols))
+    tot = {k: sum(row[k] for row in table.values()) for k, _, _ in cols}
+    for entry, row in [*table.items(), ("total", tot)]:
+        print(f"{entry:<14}" + "".join(f"{row[k]:>{w}}" for k, _, w in cols))
     print(f"{elapsed:.0f} s, {args.jobs} at a time, {'spawned' if args.spawn else 'forked'}, timeout {args.timeout:g} s")
     if args.report:
         Path(args.report).write_text(json.dumps(results, indent=1, default=str))
