@@ -1507,7 +1507,7 @@ def add_cli_cases(cpaths, jpaths, tmp):
 def add_online_cases(tmp):
     """hetplace.online: hostile jobs, clusters, rounds and restarts; termination; pickling; no stderr; the CLI."""
     from hetplace import online as on
-    from hetplace.data import GavelTable, load_gavel
+    from hetplace.data import load_gavel
 
     cluster = {"v100": 2, "p100": 2, "k80": 2}
     fields = ("job_id", "model", "arrival", "total_steps", "scale_factor", "duration")
@@ -1574,31 +1574,7 @@ def add_online_cases(tmp):
         case("online", f"terminates/{pol}/restart120-round60/stalls", sim(lambda: trace(12), policy=pol, round_s=60,
                                                                             restart=120), stalled)
 
-    class Mover:
-        name = "mover"
-
-        def decide(self, state):
-            out, free = {}, dict(state.cluster)
-            for js in state.jobs:
-                last = next(iter(js.allocation), None)
-                g = next((g for g in free if g != last and free[g] > 0), None)
-                if g is not None:
-                    free[g] -= 1
-                    out[js.job.job_id] = {g: 1}
-            return out
-
-    class OntoK80:
-        name = "onto-k80"
-
-        def decide(self, state):
-            return {js.job.job_id: {"k80": 1} for js in state.jobs[: state.cluster["k80"]]}
-
-    def no_k80(model):
-        base = load_gavel()
-        steps = {t: {m: v for m, v in e.items() if not (t == "k80" and m == model)} for t, e in base._steps.items()}
-        multi = {t: {k: v for k, v in e.items() if not (t.startswith("k80") and k[0] == model)}
-                 for t, e in base._multi.items()}
-        return GavelTable(base.path, steps, multi)
+    from stall_policies import Mover, OntoK80, no_k80_table as no_k80  # tests/ is on sys.path
 
     case("online", "terminates/mover/restart120-round60", sim(lambda: trace(6), policy=Mover(), round_s=60,
                                                               restart=120), stalled)

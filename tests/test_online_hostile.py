@@ -18,7 +18,7 @@ import pytest
 
 import hetplace.online as on
 from hetplace import HetplaceError
-from hetplace.data import GavelTable, load_gavel
+from hetplace.data import load_gavel
 from hetplace.errors import InvalidOptionError
 from hetplace.online import Job, simulate
 from hetplace.online.simulator import MAX_ROUNDS, STALL_ROUNDS
@@ -60,41 +60,15 @@ def _trace(n=6, **over):
 _POLICIES = textwrap.dedent('''
     import json, time
     import hetplace.online as on
-    from hetplace.data import GavelTable, load_gavel
 
-    class Mover:
-        """Gives jobs 1 GPU each, never on last round's type: after its first round, every round is a restart."""
-        name = "mover"
-        def decide(self, state):
-            out, free = {}, dict(state.cluster)
-            for js in state.jobs:
-                last = next(iter(js.allocation), None)
-                for g in free:
-                    if g != last and free[g] > 0:
-                        free[g] -= 1
-                        out[js.job.job_id] = {g: 1}
-                        break
-            return out
-
-    class OntoK80:
-        """Puts every job on one k80, where the table it runs on has no figure for its model."""
-        name = "onto-k80"
-        def decide(self, state):
-            return {js.job.job_id: {"k80": 1} for js in state.jobs[: state.cluster["k80"]]}
-
-    def no_k80_table(model):
-        """The shipped table without any k80 figure of ``model`` (rate 0 there: the model does not fit)."""
-        base = load_gavel()
-        steps = {t: {m: v for m, v in e.items() if not (t == "k80" and m == model)} for t, e in base._steps.items()}
-        multi = {t: {k: v for k, v in e.items() if not (t.startswith("k80") and k[0] == model)}
-                 for t, e in base._multi.items()}
-        return GavelTable(base.path, steps, multi)
+    sys.path.insert(0, {tests!r})
+    from stall_policies import Mover, OntoK80, no_k80_table
 
     def report(res, t0):
         print(json.dumps(dict(status=res.status, message=res.message, stalled={str(k): v for k, v in res.stalled.items()},
                               rounds=int(res.rounds["time"].size), seconds=time.perf_counter() - t0,
                               finished=res.n_finished)))
-''')
+''').replace("{tests!r}", repr(str(ROOT / "tests")))
 
 
 @pytest.mark.parametrize("policy", ["las", "ftf", "mover"])
