@@ -1,12 +1,14 @@
 """Batches of independent rows per kernel call, with a stop flag read between calls (private).
 
-The drivers of the single-source kernels (``_market.run_samples*``,
-``_polish.polish_rows*``) take a ``stop`` flag
+The market drivers (``_market.run_samples*``) take a ``stop`` flag
 (:func:`hetplace._interrupt.new_stop`).  It is read here, between driver
 calls, not inside their ``prange`` loops: Numba's parallel compilation loads a
-read-only flag once per call (hoisted out of the loop), so a flag polled
-inside was not seen until the call ended (measured: 5 s at K = 16,384).
-Rows are independent, so the results do not depend on the batching.
+flag read in a ``prange`` body once per call (hoisted out of the loop), so a
+flag polled there was not seen until the call ended (measured: 5 s at
+K = 16,384).  A flag read inside a kernel that the loop calls is not hoisted:
+the polish kernels read it before every step (``_polish.polish_kernel``), as
+one polished row can run for seconds.  Rows are independent, so the results
+do not depend on the batching.
 """
 
 import time

@@ -34,7 +34,6 @@ import cython
 import numpy as np
 from cython.parallel import prange
 
-from hetplace._core._chunks import batches
 
 __all__ = [
     "COMPILED", "job_cost", "assignment_total", "polish_kernel", "polish", "polish_rows",
@@ -49,6 +48,9 @@ COMPILED = cython.compiled
 REL_GAIN = cython.declare(cython.double, 1e-12)
 #: Cost of a step that is not possible.
 INF = cython.declare(cython.double, float("inf"))
+#: The stop flag of a call that cannot be stopped (read-only, never set).
+_GO = np.zeros(1, dtype=np.int64)
+_GO.flags.writeable = False
 
 
 @cython.cfunc
@@ -209,7 +211,8 @@ def polish_kernel(rho: cython.const[cython.double][:, ::1], work: cython.const[c
                   uniform: cython.bint, worker_job: cython.longlong[::1], max_steps: cython.longlong,
                   X: cython.double[::1], n: cython.longlong[::1], rep: cython.uchar[::1],
                   seen: cython.uchar[::1], replacing: cython.bint, pen: cython.const[cython.double][::1],
-                  current: cython.const[cython.longlong][::1], diff: cython.longlong[::1]) -> cython.longlong:
+                  current: cython.const[cython.longlong][::1], diff: cython.longlong[::1],
+                  stop: cython.const[cython.longlong][::1]) -> cython.longlong:
     """Improve ``worker_job`` in place; return the number of steps taken.
 
     Parameters
@@ -229,6 +232,10 @@ def polish_kernel(rho: cython.const[cython.double][:, ::1], work: cython.const[c
     current : int64 (K,)      running placement (-1 none)
     diff : int64 (S,)         work array: per job, workers in exactly one of its
                               set and its current set
+    stop : int64 (1,)         the descent ends before a step once ``stop[0]`` is
+                              nonzero (:mod:`hetplace._interrupt`: the caller then
+                              discards the row); read every step, so a Ctrl-C waits
+                              for one step, not one row
     """
     S: cython.Py_ssize_t = rho.shape[0]
     K: cython.Py_ssize_t = rho.shape[1]
@@ -258,6 +265,8 @@ def polish_kernel(rho: cython.const[cython.double][:, ::1], work: cython.const[c
         if replacing:
             _worker_diff(worker_job, current, diff, i)
     while steps < max_steps:
+        if stop[0] != 0:
+            break
         total = 0.0
         for i in range(S):
             total += job_cost(work, comm, i, X[i], n[i])
@@ -361,14 +370,15 @@ def _polish_rows_kernel(rho: cython.const[cython.double][:, ::1], work: cython.c
                         out_stats: cython.longlong[:, ::1], X: cython.double[:, ::1], n: cython.longlong[:, ::1],
                         rep: cython.uchar[:, ::1], seen: cython.uchar[:, ::1], replacing: cython.bint,
                         pen: cython.const[cython.double][::1], current: cython.const[cython.longlong][::1],
-                        diff: cython.longlong[:, ::1], threads: cython.int) -> cython.void:
+                        diff: cython.longlong[:, ::1], stop: cython.const[cython.longlong][::1],
+                        threads: cython.int) -> cython.void:
     j: cython.Py_ssize_t
     s: cython.Py_ssize_t
     i: cython.Py_ssize_t
     for j in prange(rows.shape[0], nogil=True, num_threads=threads, schedule="dynamic"):
         s = rows[j]
         out_stats[s, 2] = polish_kernel(rho, work, comm, worker_type, uniform, out_wj[s], max_steps,
-                                        X[j], n[j], rep[j], seen[j], replacing, pen, current, diff[j])
+                                        X[j], n[j], rep[j], seen[j], replacing, pen, current, diff[j], stop)
         out_total[s] = assignment_total(rho, work, comm, out_wj[s], X[j], n[j])
         if replacing:
             for i in range(rho.shape[0]):
@@ -407,6 +417,7 @@ def polish(rho: cython.const[cython.double][:, ::1], work: cython.const[cython.d
     pen: cython.const[cython.double][::1]
     current: cython.const[cython.longlong][::1]
     diff: cython.longlong[::1] = np.zeros(rho.shape[0], dtype=np.int64)
+    go: cython.const[cython.longlong][::1] = _GO
     replacing: cython.bint
     steps: cython.longlong
     ws = _workspace(1, rho.shape[0], rho.shape[1], worker_type)
@@ -414,7 +425,7 @@ def polish(rho: cython.const[cython.double][:, ::1], work: cython.const[cython.d
     replacing, pen, current = _restart_args(restart, rho.shape[0], rho.shape[1])
     with cython.nogil:
         steps = polish_kernel(rho, work, comm, worker_type, uniform, worker_job, max_steps, X, n, rep, seen,
-                              replacing, pen, current, diff)
+                              replacing, pen, current, diff, go)
     return steps
 
 
@@ -435,20 +446,17 @@ def polish_rows(rho, work, comm, worker_type, speed, uniform, rows, max_steps, o
     restart : None or (pen, current)
         As :func:`polish`; the totals then include the restart losses.
     stop : int64 (1,), optional
-        A stop flag (:func:`hetplace._interrupt.new_stop`): the rows then go
-        through the driver in batches (:func:`hetplace._core._chunks.batches`),
-        and once ``stop[0]`` is nonzero the rest are skipped (the caller
-        discards them).  Every row has its own work arrays either way, so the
-        results are the same.
+        A stop flag (:func:`hetplace._interrupt.new_stop`): once ``stop[0]``
+        is nonzero every row ends its descent before its next step (the
+        caller discards the rows).  Unset, it changes nothing.
     """
     S, K = rho.shape
     X, n, rep, seen = _workspace(rows.shape[0], S, K, worker_type)
     replacing, pen, current = _restart_args(restart, S, K)
     diff = np.zeros((rows.shape[0], S), dtype=np.int64)
     nt = threads if threads > 0 else (os.cpu_count() or 1)
-    for a, b in batches(rows.shape[0], nt, stop):
-        _polish_rows_kernel(rho, work, comm, worker_type, uniform, rows[a:b], max_steps, out_wj, out_total,
-                            out_stats, X[a:b], n[a:b], rep[a:b], seen[a:b], replacing, pen, current, diff[a:b], nt)
+    _polish_rows_kernel(rho, work, comm, worker_type, uniform, rows, max_steps, out_wj, out_total, out_stats, X, n,
+                        rep, seen, replacing, pen, current, diff, _GO if stop is None else stop, nt)
 
 
 # ------------------------------------------------------------------ worker classes
@@ -931,7 +939,7 @@ def polish_classes_kernel(rhoC: cython.const[cython.double][:, ::1], work: cytho
                           n: cython.longlong[::1], idle: cython.longlong[::1], replacing: cython.bint,
                           pen: cython.const[cython.double][::1], curC: cython.const[cython.longlong][:, ::1],
                           diff: cython.longlong[::1], T: cython.double[::1],
-                          P: cython.Py_ssize_t) -> cython.longlong:
+                          P: cython.Py_ssize_t, stop: cython.const[cython.longlong][::1]) -> cython.longlong:
     """Improve the counts ``cnt`` (S, C) in place by move/swap descent; return the steps taken.
 
     Parameters
@@ -948,6 +956,7 @@ def polish_classes_kernel(rhoC: cython.const[cython.double][:, ::1], work: cytho
     pen : float64 (S,); curC : int64 (S, C)   restart costs, current counts
     diff : int64 (S,)         work array (``sum_c |cnt - curC|`` per job)
     T : float64 (C (C + 1) * 2 P,), P   work array of the trees (:func:`class_trees`), or P = 0: scan
+    stop : int64 (1,)         as in :func:`polish_kernel`: read before every step
 
     Notes
     -----
@@ -1007,6 +1016,8 @@ def polish_classes_kernel(rhoC: cython.const[cython.double][:, ::1], work: cytho
         for i in range(S + 1):
             _set_leaves(rhoC, work, comm, cnt, idle, X, n, K, replacing, pen, curC, diff, T, P, i)
     while steps < max_steps:
+        if stop[0] != 0:
+            break
         # the best step over all structures, the first one on ties
         d = INF
         a = -1
@@ -1091,14 +1102,15 @@ def _polish_rows_classes_kernel(rhoC: cython.const[cython.double][:, ::1], work:
                                 idle: cython.longlong[:, ::1], replacing: cython.bint,
                                 pen: cython.const[cython.double][::1], curC: cython.const[cython.longlong][:, ::1],
                                 current: cython.const[cython.longlong][::1], diff: cython.longlong[:, ::1],
-                                T: cython.double[:, ::1], P: cython.Py_ssize_t, threads: cython.int) -> cython.void:
+                                T: cython.double[:, ::1], P: cython.Py_ssize_t,
+                                stop: cython.const[cython.longlong][::1], threads: cython.int) -> cython.void:
     j: cython.Py_ssize_t
     s: cython.Py_ssize_t
     for j in prange(rows.shape[0], nogil=True, num_threads=threads, schedule="dynamic"):
         s = rows[j]
         counts_of(out_wj[s], class_of, cnt[j])
         out_stats[s, 2] = polish_classes_kernel(rhoC, work, comm, mc, cnt[j], max_steps, X[j], n[j], idle[j],
-                                                replacing, pen, curC, diff[j], T[j], P)
+                                                replacing, pen, curC, diff[j], T[j], P, stop)
         if replacing:
             expand_counts_keep(cnt[j], members, cls_start, current, out_wj[s], diff[j])  # diff: taken
             out_total[s] = class_totals(rhoC, work, comm, cnt[j], X[j], n[j]) + class_restart_loss(
@@ -1164,9 +1176,10 @@ def polish_classes(rhoC: cython.const[cython.double][:, ::1], work: cython.const
     T2, P = class_trees(rhoC.shape[0], rhoC.shape[1], 1, trees)
     T: cython.double[::1] = T2[0]
     p: cython.Py_ssize_t = P
+    go: cython.const[cython.longlong][::1] = _GO
     with cython.nogil:
         steps = polish_classes_kernel(rhoC, work, comm, mc, cnt, max_steps, X, n, idle, replacing, pen, curC, diff,
-                                      T, p)
+                                      T, p, go)
     return steps
 
 
@@ -1184,24 +1197,25 @@ def polish_rows_classes(rhoC, work, comm, mc, class_of, members, cls_start, rows
     their totals include the restart losses.  The rows are polished as many
     at a time as their trees fit in ``tree_cells`` (all of them, but for
     hundreds of thousands of jobs); each row's result does not depend on that.
-    ``stop``: as in :func:`polish_rows` (then at most one row per thread at a time).
+    ``stop``: as in :func:`polish_rows`.
     """
     S, C = rhoC.shape
     replacing, pen, curC, current = _class_restart_args(restart, S, C, out_wj.shape[1])
     nt = threads if threads > 0 else (os.cpu_count() or 1)
-    want = max(rows.shape[0] if stop is None else min(rows.shape[0], nt), 1)
+    want = max(rows.shape[0], 1)
     T, P = class_trees(S, C, want, None, tree_cells)
     m = T.shape[0] if P > 0 else want
     cnt = np.zeros((m, S, C), dtype=np.int64)
     X, n, idle = np.zeros((m, S)), np.zeros((m, S), dtype=np.int64), np.zeros((m, C), dtype=np.int64)
     diff = np.zeros((m, S), dtype=np.int64)
+    flag = _GO if stop is None else stop
     for a in range(0, rows.shape[0], m):
-        if stop is not None and stop[0] != 0:  # read between calls: see _chunks
+        if flag[0] != 0:
             return
         chunk = np.ascontiguousarray(rows[a:a + m])
         _polish_rows_classes_kernel(rhoC, work, comm, mc, class_of, members, cls_start, chunk, max_steps, out_wj,
                                     out_total, out_stats, cnt, X, n, idle, replacing, pen, curC, current, diff, T, P,
-                                    nt)
+                                    flag, nt)
 
 
 def expand_keep(cnt: cython.longlong[:, ::1], members: cython.const[cython.longlong][::1],
