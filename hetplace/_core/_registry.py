@@ -18,6 +18,7 @@ not available -- the one error and message for that case.
 """
 
 import importlib
+import sys
 from dataclasses import dataclass, fields
 from typing import Callable
 
@@ -86,7 +87,12 @@ _cache = {}
 
 
 def _cython_module(name):
-    module = importlib.import_module(f"{__package__}.{name}")
+    # the imported module straight from sys.modules when it is there (a dict look-up; an
+    # import_module call costs microseconds, and a decision asks for every extension);
+    # an entry set to None (an import that must fail) goes through import_module, which raises
+    module = sys.modules.get(f"{__package__}.{name}")
+    if module is None:
+        module = importlib.import_module(f"{__package__}.{name}")
     if name in _SINGLE_SOURCE and not getattr(module, "COMPILED", False):
         raise ImportError(f"{module.__file__} was imported as plain Python: its extension is not built")
     return module
