@@ -396,8 +396,8 @@ def _run(problem, cats, opts, extra=None):
               problem.uniform_speed)  # uniform_speed is False when a worker is down
     ccommon = (rhoC, problem.work, cost, mc)
     threads = thread_count(backend, opts["threads"], N * K * S)
-    # long decisions run in a worker thread that Ctrl-C stops between samples and polished
-    # rows (hetplace._interrupt; the kernels' Python entries read the flag); short ones inline
+    # long decisions run in a worker thread that Ctrl-C stops between batches of samples and
+    # between polish steps (hetplace._interrupt); short ones inline
     stop = _interrupt.new_stop() if N * K * S >= STOPPABLE_MIN_WORK else None
 
     def search(out_wj, out_total, out_stats):
@@ -527,8 +527,8 @@ def _rows_to_polish(out_wj, out_total, top):
 
 
 #: From this many ``samples * K * S`` a decision's kernels run in a worker thread that
-#: Ctrl-C stops within one sample or polished row (:mod:`hetplace._interrupt`; the kernels
-#: poll a stop flag): K = 1,024, S = 64 with 64 samples, tens of milliseconds.  Smaller
+#: Ctrl-C stops within one batch of samples or one polish step (:mod:`hetplace._interrupt`;
+#: the kernels poll a stop flag): K = 1,024, S = 64 with 64 samples, tens of milliseconds.  Smaller
 #: decisions (K = 64, S = 8 every round of a scheduler) run inline: a thread costs ~0.1 ms.
 STOPPABLE_MIN_WORK = 2**22
 
