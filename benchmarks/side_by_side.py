@@ -28,11 +28,13 @@ import time
 def serve(clock):
     """Answer ``family K S backend`` lines with ``seconds placement-digest`` (the worker process)."""
     import hetplace as hp
-    from hetplace.data import gavel_path
+    from hetplace.data import load_gavel
     from hetplace.instances import gavel_instance, speeds_instance
 
     timer = time.process_time if clock == "cpu" else time.perf_counter
-    table, problems = gavel_path(), {}
+    # the table of the tree that runs this script: trees older than the shipped table
+    # (before hetplace.data.gavel_path) read the same file
+    table, problems = load_gavel(os.environ["SIDE_BY_SIDE_TABLE"]), {}
     print("ready", hp.__file__, flush=True)
     for line in sys.stdin:
         family, K, S, backend = line.split()
@@ -59,12 +61,14 @@ def main():
         return serve(args.clock)
     if len(args.trees) != 2:
         parser.error("give two source trees")
+    from hetplace.data import gavel_path
+
     procs = {}
     for tree in args.trees:
         tree = os.path.abspath(tree)
         procs[tree] = subprocess.Popen(
             [sys.executable, os.path.abspath(__file__), "--serve", "--clock", args.clock], cwd=tree,
-            env={**os.environ, "PYTHONPATH": tree}, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            env={**os.environ, "PYTHONPATH": tree, "SIDE_BY_SIDE_TABLE": str(gavel_path())}, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         print(tree, procs[tree].stdout.readline().strip(), flush=True)
     trees = list(procs)
 
