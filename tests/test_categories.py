@@ -681,14 +681,8 @@ def test_errors(call, exc, match):
 def test_missing_cython_backend_message(monkeypatch):
     from hetplace import _core
 
-    real = _registry.importlib.import_module
-
-    def fake_import(name):
-        if name.endswith("._categories"):
-            raise ImportError("not built")
-        return real(name)
-
-    monkeypatch.setattr(_registry.importlib, "import_module", fake_import)
+    monkeypatch.delattr(_core, "_categories", raising=False)
+    monkeypatch.setitem(sys.modules, "hetplace._core._categories", None)  # the import fails as if not built
     monkeypatch.setattr(_core, "_warned", False)  # the warning is once per process
     with pytest.raises(MissingDependencyError, match=r"build_ext --inplace.*backend='numba'"):
         cat._backend("cython")
