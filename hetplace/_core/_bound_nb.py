@@ -53,27 +53,25 @@ def _greedy(r, pi, m, N, lam, n_out, v, order):
     """Fill ``n_out`` with the N cheapest units of ``pi - lam r``; return (X, P).
 
     ``v`` and ``order`` are scratch arrays of the class count (no allocation:
-    this is the innermost call); ties go to the lower class index (insertion sort, stable).
+    this is the innermost call).  Selection, not a sort: the cheapest class left
+    is taken whole until N units are in, O(C) per class used; ties go to the
+    lower class index.
     """
     C = r.size
     for c in range(C):
-        x = pi[c] - lam * r[c]
-        t = c
-        while t > 0 and v[t - 1] > x:
-            v[t] = v[t - 1]
-            order[t] = order[t - 1]
-            t -= 1
-        v[t] = x
-        order[t] = c
+        v[c] = pi[c] - lam * r[c]
+        n_out[c] = 0
     left = N
     X = 0.0
     P = 0.0
-    for c in range(C):
-        n_out[c] = 0
-    for t in range(C):
-        if left == 0:
+    while left > 0:
+        c = -1
+        for t in range(C):
+            if v[t] < np.inf and (c < 0 or v[t] < v[c]):
+                c = t
+        if c < 0:
             break
-        c = order[t]
+        v[c] = np.inf
         k = m[c] if m[c] < left else left
         n_out[c] = k
         left -= k
@@ -96,55 +94,91 @@ def _value(a, coef, r, pi, n):
 
 
 @nb.njit(**JIT)
+def _dual(a, X, P, lam):
+    """``D(lam)`` for the fill with throughput X and price P: ``2 sqrt(a lam) + P - lam X``."""
+    return 2.0 * math.sqrt(a * lam) + P - lam * X
+
+
+@nb.njit(**JIT)
 def _refine(a, coef, r, pi, m, N, rmin, rmax, nL, nH, walk, best_n, best, v, order):
-    """max over lam of D_N(lam) + comm(N); updates ``best_n``/``best[0]`` with integer vectors met."""
+    """max over lam of D_N(lam) + comm(N), and that lam; updates ``best_n``/``best[0]`` with integer vectors met.
+
+    ``D_N`` is concave and piecewise ``2 sqrt(a lam) + P_k - lam X_k`` (one piece per greedy
+    fill).  The bracket [lam_lo, lam_hi] keeps a fill nL whose superderivative
+    ``sqrt(a / lam) - X`` is >= 0 and a fill nH where it is <= 0; the next query is where their
+    two pieces meet (a cutting-plane step, exact after finitely many pieces), or the geometric
+    midpoint when that is not strictly inside.  Every evaluated ``D_N(lam)`` is a valid bound.
+    """
     lam_lo = a / (N * rmax) ** 2  # X(lam) <= N rmax: superderivative >= 0 here
     lam_hi = a / (N * rmin) ** 2  # X(lam) >= N rmin: superderivative <= 0 here
-    root = 2.0 * math.sqrt(a)
-    top = -np.inf
+    XL, PL = _greedy(r, pi, m, N, lam_lo, nL, v, order)
+    XH, PH = _greedy(r, pi, m, N, lam_hi, nH, v, order)
+    top = _dual(a, XL, PL, lam_lo)
     lam_top = lam_lo
-    have_l = False
-    have_h = False
+    d = _dual(a, XH, PH, lam_hi)
+    if d > top:
+        top, lam_top = d, lam_hi
     for _ in range(BISECTION_STEPS):
-        lam = math.sqrt(lam_lo * lam_hi)
+        if XH - XL <= 1e-12 * XH:
+            # one fill on [lam_lo, lam_hi]: D is 2 sqrt(a lam) + P - lam X there, maximal at a / X^2
+            lam = min(max(a / (XL * XL), lam_lo), lam_hi)
+            d = _dual(a, XL, PL, lam)
+            if d > top:
+                top, lam_top = d, lam
+            break
+        lam = (PH - PL) / (XH - XL)  # where the pieces of nL and nH meet
+        if not (lam_lo < lam < lam_hi):
+            lam = math.sqrt(lam_lo * lam_hi)
         X, P = _greedy(r, pi, m, N, lam, walk, v, order)
-        d = root * math.sqrt(lam) + P - lam * X
+        d = _dual(a, X, P, lam)
         if d > top:
-            top = d
-            lam_top = lam
+            top, lam_top = d, lam
+        line = _dual(a, XL, PL, lam)
+        if d >= line - 1e-12 * abs(line):
+            # D meets both pieces here: the maximum lies on one of them, next to lam
+            for k in range(2):
+                Xk = XL if k == 0 else XH
+                lc = a / (Xk * Xk)
+                lc = min(max(lc, lam_lo), lam) if k == 0 else min(max(lc, lam), lam_hi)
+                X2, P2 = _greedy(r, pi, m, N, lc, walk, v, order)
+                d = _dual(a, X2, P2, lc)
+                if d > top:
+                    top, lam_top = d, lc
+            break
         if math.sqrt(a / lam) > X:
             lam_lo = lam
             nL[:] = walk
-            have_l = True
+            XL, PL = X, P
         else:
             lam_hi = lam
             nH[:] = walk
-            have_h = True
-        if have_l and have_h and (nL == nH).all():
-            # one fill on [lam_lo, lam_hi]: D is 2 sqrt(a lam) + P - lam X there, maximal at a / X^2
-            lam = min(max(a / (X * X), lam_lo), lam_hi)
-            d = root * math.sqrt(lam) + P - lam * X
-            if d > top:
-                top = d
-                lam_top = lam
-            break
+            XH, PH = X, P
         if lam_hi <= lam_lo * (1.0 + 1e-12):
             break
     # integer vectors: both greedy fills, and the walk from nL towards nH one unit at a time
+    # (slowest unit of nL's surplus to the fastest of nH's), priced incrementally
     C = r.size
-    if not have_l:
-        nL[:] = nH
-    if not have_h:
-        nH[:] = nL
+    cnt = 0
+    for c in range(C):
+        if nL[c] != nH[c]:
+            order[cnt] = c
+            cnt += 1
     walk[:] = nL
+    X = 0.0
+    P = 0.0
+    for c in range(C):
+        X += nL[c] * r[c]
+        P += nL[c] * pi[c]
+    cm = _comm(coef, N)
     for step in range(MAX_WALK + 1):
-        v = _value(a, coef, r, pi, walk)
-        if v < best[0]:
-            best[0] = v
+        val = a / X + cm + P
+        if val < best[0]:
+            best[0] = val
             best_n[:] = walk
         dn = -1
         up = -1
-        for c in range(C):
+        for t in range(cnt):
+            c = order[t]
             if walk[c] > nH[c] and (dn < 0 or r[c] < r[dn]):
                 dn = c
             if walk[c] < nH[c] and (up < 0 or r[c] > r[up]):
@@ -153,11 +187,12 @@ def _refine(a, coef, r, pi, m, N, rmin, rmax, nL, nH, walk, best_n, best, v, ord
             break
         walk[dn] -= 1
         walk[up] += 1
-    if not (nH == walk).all():
-        v = _value(a, coef, r, pi, nH)
-        if v < best[0]:
-            best[0] = v
-            best_n[:] = nH
+        X += r[up] - r[dn]
+        P += pi[up] - pi[dn]
+    val = _value(a, coef, r, pi, nH)
+    if val < best[0]:
+        best[0] = val
+        best_n[:] = nH
     return top + _comm(coef, N), lam_top
 
 
