@@ -1,4 +1,4 @@
-"""A proven lower bound on the optimal mean JCT (docs/model.md §4.9): the configuration LP.
+"""A proven lower bound on the optimal mean JCT (docs/model.md §4.8): the configuration LP.
 
 :func:`lower_bound` returns a :class:`BoundResult` whose ``bound`` no placement
 of the problem beats, so any placement can be certified:
@@ -36,7 +36,7 @@ METHODS = ("auto", "colgen", "alone")
 #: workers of each type are grouped into equal-size speed buckets valued at their FASTEST
 #: member (a relaxation: every placement is priced at most at its true JCT, so the bound stays
 #: valid).  Measured on speeds_instance(0, 4096, 256): 48 classes 2.2 s, SMP's certified gap
-#: 0.86 %; 96: 5.4 s, 0.61 %; 255: no convergence in 60 s (docs/model.md §4.9).
+#: 0.86 %; 96: 5.4 s, 0.61 %; 255: no convergence in 60 s (docs/model.md §4.8).
 MAX_CLASSES = 96
 #: Pricing enumerates every count vector when there are at most this many (per job),
 #: and at most :data:`ENUM_MAX_CELLS` (job, vector) pairs in all; else the Numba relaxation.
@@ -161,7 +161,7 @@ def _column_cost(problem, i, n, rates, keep_vec):
 # ---------------------------------------------------------------- public API
 def lower_bound(problem, method: str = "auto", time_limit: "float | None" = None,
                 threads: "int | None" = None) -> BoundResult:
-    """A proven lower bound on the optimal mean JCT of ``problem`` (docs/model.md §4.9).
+    """A proven lower bound on the optimal mean JCT of ``problem`` (docs/model.md §4.8).
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""Pricing kernel of the configuration-LP lower bound (docs/model.md §4.9) -- Numba.
+"""Pricing kernel of the configuration-LP lower bound (docs/model.md §4.8) -- Numba.
 
 Kernel: inputs are trusted (validated and built by :mod:`hetplace.bound`); no checks here.
 Compiled lazily on first call and cached on disk (``cache=True``).
