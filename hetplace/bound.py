@@ -273,7 +273,7 @@ class _Master:
                 for k, v in self.cols[i].items() if v.solution_value() > 1e-9]
 
 
-def _colgen(problem, time_limit, t0, max_classes=None):
+def _colgen(problem, time_limit, t0, max_classes=None, state=None):
     from ._core._bound_nb import price_jobs
 
     deadline = math.inf if time_limit is None else t0 + time_limit
@@ -355,11 +355,26 @@ def _colgen(problem, time_limit, t0, max_classes=None):
     if C > _WARM_CLASSES_PER_TYPE * len(set(ctype.tolist())) and not enum:
         # warm start: the LP on one bucket per type (its prices per type), each class priced in
         # proportion to its speed -- in equilibrium a job's prices are lam_i * r_ic
+        coarse_state = {}
         coarse = _colgen(problem, None if time_limit is None else max(deadline - time.perf_counter(), 1e-9) / 2,
-                         time.perf_counter(), max_classes=1)
+                         time.perf_counter(), max_classes=1, state=coarse_state)
         tp = coarse.info["prices"]
         pi = np.array([tp["price"][tp["type"].index(g)] * sp / tp["speed"][tp["type"].index(g)]
                        for g, sp in zip(ctype.tolist(), cspeed.tolist())])
+        # and its LP solution's columns, each type's count spread over the type's buckets in
+        # proportion to their sizes (largest remainder): near-feasible columns for the master
+        for i, k, _ in coarse_state.get("solution", ()):
+            n = np.zeros(C, dtype=np.int64)
+            for cc, g in enumerate(tp["type"]):
+                if k[cc] == 0:
+                    continue
+                mine = np.flatnonzero(ctype == g)
+                share = k[cc] * cap[mine] / cap[mine].sum()
+                base = np.floor(share).astype(np.int64)
+                left = int(k[cc] - base.sum())
+                base[np.argsort(-(share - base), kind="stable")[:left]] += 1
+                n[mine] = base
+            master.add(i, n, _column_cost(problem, i, n, rates, keep[i] if can_keep[i] else None) / scale)
     best_bound, best_pi = -math.inf, pi
     lp_value, lp_pi, mu = math.inf, None, None
     trace = []
@@ -434,6 +449,8 @@ def _colgen(problem, time_limit, t0, max_classes=None):
         "lp_gap": (lp_value / best_bound - 1) if math.isfinite(lp_value) and best_bound > 0 else None,
         "prices": {"type": ctype.tolist(), "speed": cspeed.tolist(), "price": list(map(float, best_pi))},
     }
+    if state is not None:
+        state["solution"] = master.solution()
     if coarse is not None:
         info["warm_start"] = {"iterations": coarse.info["iterations"], "bound": coarse.bound}
         if coarse.bound > bound:  # a valid bound too (speeds rounded up to each type's fastest)

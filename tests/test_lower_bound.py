@@ -74,9 +74,9 @@ def test_valid_size_bounds(seed, mode):
 
 @pytest.mark.parametrize("seed", seeds(30, fast=6))
 def test_valid_down_workers(seed, mode):
-    p = with_down(tiny_random(seed + 300, speeds=seed % 2 == 0), seed)
-    if p is None:
-        pytest.skip("no valid down set")
+    made = (with_down(tiny_random(base, speeds=seed % 2 == 0), seed) for base in range(300 + seed, 400 + seed))
+    p = next(q for q in made if q is not None)  # tiny problems on 2 workers have no valid down set
+    assert p.n_available < p.n_workers
     _check_valid(p)
 
 
