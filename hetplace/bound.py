@@ -148,6 +148,15 @@ def _enumerate_vectors(cap):
     return np.stack([g.ravel() for g in grids], axis=1).astype(np.int64) if len(cap) else np.zeros((1, 0), np.int64)
 
 
+def _column_costs(problem, n, rates, keep, can_keep):
+    """(S,): exact JCT of every job ``i`` with class counts ``n[i]`` (vectorised :func:`_column_cost`)."""
+    S = problem.n_jobs
+    idx = np.arange(S)
+    cost = problem.work / np.einsum("ic,ic->i", rates, n) + problem._cost(idx, n.sum(axis=1))
+    kept = can_keep & (n == keep).all(axis=1)
+    return cost + np.where(kept, 0.0, problem.restart_cost)
+
+
 def _column_cost(problem, i, n, rates, keep_vec):
     """Exact JCT of job ``i`` with class counts ``n`` (restart loss included unless ``n`` is its kept vector)."""
     N = int(n.sum())
@@ -247,7 +256,7 @@ class _Master:
             self.obj.SetCoefficient(v, float(big[i]))
 
     def add(self, i, n, cost):
-        key = tuple(int(x) for x in n)
+        key = np.ascontiguousarray(n, dtype=np.int64).tobytes()
         if key in self.cols[i] or not math.isfinite(cost):
             return False
         v = self.solver.NumVar(0.0, self.solver.infinity(), "")
@@ -269,7 +278,7 @@ class _Master:
 
     def solution(self):
         """(job, counts, x) of every column with x > 0."""
-        return [(i, np.array(k), v.solution_value()) for i in range(len(self.cols))
+        return [(i, np.frombuffer(k, dtype=np.int64), v.solution_value()) for i in range(len(self.cols))
                 for k, v in self.cols[i].items() if v.solution_value() > 1e-9]
 
 
@@ -325,7 +334,7 @@ def _colgen(problem, time_limit, t0, max_classes=None, state=None):
         price_jobs(rates, work, coef, lo, hi, cap, np.ascontiguousarray(pi, dtype=np.float64),
                    np.ascontiguousarray(start, dtype=np.int64), lb, n, val, size)
         lb = lb + restart  # a restarted job pays restart; the kept vector is priced separately
-        cost = np.array([_column_cost(problem, i, n[i], rates, keep[i] if can_keep[i] else None) for i in range(S)])
+        cost = _column_costs(problem, n, rates, keep, can_keep)
         kv = np.full(S, np.inf)
         for i in np.flatnonzero(can_keep):
             kv[i] = _column_cost(problem, i, keep[i], rates, keep[i]) + float(keep[i] @ pi)
