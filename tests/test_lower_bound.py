@@ -25,16 +25,19 @@ from reference import config_lp_reference, pricing_reference
 
 REL = 1e-9  # the bound may exceed the optimum by this much (float rounding), never more
 
-MODES = ("enumeration", "relaxation", "buckets")
+MODES = ("enumeration", "relaxation", "buckets", "warm")
 
 
 @pytest.fixture(params=MODES)
 def mode(request, monkeypatch):
-    """The pricing mode: exact enumeration, the Numba relaxation, or 2 speed buckets (rounded up)."""
+    """The pricing mode: exact enumeration, the Numba relaxation, 2 speed buckets (rounded up),
+    or the relaxation warm-started from the one-bucket-per-type LP (whenever a type has 2+ classes)."""
     if request.param != "enumeration":
         monkeypatch.setattr(hb, "ENUM_MAX_VECTORS", 0)
     if request.param == "buckets":
         monkeypatch.setattr(hb, "MAX_CLASSES", 2)
+    if request.param == "warm":
+        monkeypatch.setattr(hb, "_WARM_CLASSES_PER_TYPE", 1)
     return request.param
 
 
@@ -50,6 +53,8 @@ def _check_valid(p, opt=None):
     assert res.bound <= opt * (1 + REL), (res.bound, opt, res.status)
     assert res.bound > 0
     assert res.status in ("optimal", "feasible")
+    if "warm_start" in res.info:
+        assert res.info["warm_start"]["bound"] <= opt * (1 + REL)
     if res.placement is not None:
         assert res.placement.mean_jct >= res.bound * (1 - REL)
     return res, opt
