@@ -85,8 +85,10 @@ class BoundResult(Result):
     bound : float
         Proven lower bound on the optimal mean JCT (s), restart losses included.
     placement : Placement or None
-        A feasible placement met on the way (the greedy incumbent on small
-        problems), else None.
+        A feasible placement met on the way: the greedy incumbent on small
+        problems (``n_jobs * (n_workers + 1) <= 2**21``), SMP's (seed 0)
+        when the classes were many per type (per-worker speeds) and it is
+        better; else None.
     wall_time : float
         Seconds spent in :func:`lower_bound`.
     method : str
@@ -362,6 +364,18 @@ def _colgen(problem, time_limit, t0, max_classes=None, state=None):
     pi = np.zeros(C)  # prices of this round's pricing (seconds per worker)
     coarse = None
     if C > _WARM_CLASSES_PER_TYPE * len(set(ctype.tolist())) and not enum:
+        # many classes per type (per-worker speeds): SMP's placement seeds the master too; its
+        # columns bring the LP's duals near their optimum within a few iterations (measured:
+        # speeds K = 16384, S = 1024 in 58 iterations instead of 90, the bound within 0.05 % of
+        # the LP value from the 18th instead of the 80th), and it is the placement returned
+        from .api import place
+
+        smp = place(problem, method="smp", seed=0)
+        if placement is None or smp.mean_jct < placement.mean_jct:
+            placement = smp
+        sc = _class_counts(smp.worker_job, members, S)
+        for i in range(S):
+            master.add(i, sc[i], _column_cost(problem, i, sc[i], rates, keep[i] if can_keep[i] else None) / scale)
         # warm start: the LP on one bucket per type (its prices per type), each class priced in
         # proportion to its speed -- in equilibrium a job's prices are lam_i * r_ic
         coarse_state = {}
