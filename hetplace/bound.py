@@ -307,7 +307,7 @@ def _colgen(problem, time_limit, t0, max_classes=None, state=None):
         vec = _enumerate_vectors(cap)
         N = vec.sum(axis=1)
         X = rates @ vec.T  # (S, V)
-        bad_class = (vec[None, :, :] * (rates[:, None, :] <= 0)).sum(axis=2) > 0
+        bad_class = ((rates <= 0).astype(np.int64) @ vec.T) > 0  # (S, V): a worker of an unusable class
         ok = (~bad_class) & (N[None, :] >= np.maximum(lo, 1)[:, None]) & (N[None, :] <= hi[:, None])
         with np.errstate(divide="ignore"):
             comp = work[:, None] / X
@@ -345,7 +345,7 @@ def _colgen(problem, time_limit, t0, max_classes=None, state=None):
         cost[better] = (kv - keep @ pi)[better]
         return np.minimum(lb, kv), n, cost, size
 
-    # the master, seeded by the greedy incumbent (small problems) and the prices-zero columns
+    # the master, seeded by the greedy incumbent (small problems) and the kept placements
     big = 10.0 * np.maximum(problem.jct_alone + restart, 1e-300) / scale + 10.0
     master = _Master(S, cap, big)
     placement = None
