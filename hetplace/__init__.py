@@ -8,6 +8,8 @@ place(problem, method=...)
     Baselines, exact and sampling-based placement.
 solve_exact(problem, method="auto", ...)
     Exact optimum (type DP, OR-Tools MILP, brute force) with status, bound, gap.
+lower_bound(problem, ...)
+    A proven lower bound on the optimal mean JCT (configuration LP), to certify any placement.
 hetplace.balance
     LB-BSP semi-dynamic load balancing (import it explicitly).
 
@@ -46,6 +48,8 @@ _LAZY = {
     "MatchingResult": ("matching", "MatchingResult"),
     "market_category": ("matching", "market_category"),
     "MarketResult": ("matching", "MarketResult"),
+    "lower_bound": ("bound", "lower_bound"),
+    "BoundResult": ("bound", "BoundResult"),
 }
 
 
@@ -56,7 +60,7 @@ def __getattr__(name):
 
         module, attr = _LAZY[name]
         return getattr(importlib.import_module(f".{module}", __name__), attr)
-    if name in ("balance", "data", "categories", "matching", "instances", "bench", "io"):
+    if name in ("balance", "bound", "data", "categories", "matching", "instances", "bench", "io"):
         import importlib
 
         return importlib.import_module(f".{name}", __name__)
@@ -69,6 +73,8 @@ __all__ = [
     "place",
     "solve_exact",
     "ExactResult",
+    "lower_bound",
+    "BoundResult",
     "count_categories",
     "rank_category",
     "unrank_category",

@@ -389,6 +389,47 @@ class Placement:
             )
         return gap
 
+    def gap_to_bound(self, bound):
+        """Certified gap ``mean_jct / bound - 1`` to a proven lower bound of the optimum.
+
+        The true optimality gap ``mean_jct / OPT - 1`` is at most this when
+        ``bound`` is a valid lower bound (e.g. :func:`hetplace.lower_bound`).
+
+        Parameters
+        ----------
+        bound : BoundResult or float
+            A result of :func:`hetplace.lower_bound` (its ``bound``) or a lower
+            bound on the optimal mean JCT in seconds (positive and finite).
+
+        Returns
+        -------
+        float
+
+        Raises
+        ------
+        InvalidOptionError
+            ``bound`` is none of these (a bool, a string, ``None``, 0, a
+            negative number, NaN, inf).
+        """
+        if hasattr(bound, "bound") and hasattr(bound, "status"):  # BoundResult (no import cycle)
+            ref = bound.bound
+        elif is_real_scalar(bound):
+            ref = float(bound)
+        else:
+            ref = None
+        if ref is None or not (0 < ref < math.inf):
+            raise InvalidOptionError(
+                f"bound must be a BoundResult of hetplace.lower_bound or a positive, finite lower bound on "
+                f"the optimal mean JCT in seconds; got {bound!r}."
+            )
+        gap = self.mean_jct / ref - 1.0
+        if not math.isfinite(gap):
+            raise InvalidOptionError(
+                f"bound = {ref!r} is too small for a relative gap to mean_jct = {self.mean_jct!r} "
+                "(the ratio overflows); pass a mean JCT in seconds."
+            )
+        return gap
+
     def to_dict(self):
         """JSON-serialisable summary of the placement."""
         p = self.problem

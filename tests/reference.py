@@ -612,3 +612,68 @@ def fit_sizes_reference(cats, max_workers, min_workers=None, n_workers=None):
                 n[donor] -= 1
         out[r] = n
     return out
+
+
+# =============================================================================
+# Lower bound (hetplace.bound): the configuration LP with every column, and its pricing
+# =============================================================================
+
+
+def pricing_reference(r, a, coef, lo, hi, m, pi):
+    """``min_n a / (r . n) + comm(sum n) + pi . n`` over every integer count vector, by enumeration.
+
+    ``r``, ``m``, ``pi`` are one job's rates, the class capacities and prices (classes
+    with ``r == 0`` take no worker); ``comm(N) = coef * 2 (N-1)/N`` for ``N >= 2``.
+    Returns (minimum, argmin as a tuple), ``(inf, None)`` when no vector fits ``[lo, hi]``.
+    """
+    best, arg = math.inf, None
+    for n in _count_vectors([int(c) if r[k] > 0 else 0 for k, c in enumerate(m)]):
+        N = sum(n)
+        if not lo <= N <= hi:
+            continue
+        X = sum(nc * rc for nc, rc in zip(n, r))
+        v = a / X + (coef * 2 * (N - 1) / N if N >= 2 else 0.0) + sum(nc * pc for nc, pc in zip(n, pi))
+        if v < best:
+            best, arg = v, tuple(n)
+    return best, arg
+
+
+def config_lp_reference(problem):
+    """Value (mean JCT) of the configuration LP with EVERY column, solved by GLOP in one go.
+
+    Classes: available workers of one type and one speed.  Column (i, n): every
+    count vector within job i's size bounds using only classes it can run on,
+    priced at its exact JCT plus its restart loss unless ``n`` equals its current
+    counts and it can keep them (docs/model.md §4.9).  For tiny problems only.
+    """
+    from ortools.linear_solver import pywraplp
+
+    order, starts, _ = problem.worker_classes
+    groups = [order[a:b] for a, b in zip(starts[:-1], starts[1:]) if problem.class_speed[order[a]] > 0]
+    rates = [[problem.throughput[i, problem.worker_type[g[0]]] * problem.class_speed[g[0]] for g in groups]
+             for i in range(problem.n_jobs)]
+    cur = [[sum(1 for k in g if problem.current[k] == i) for g in groups] for i in range(problem.n_jobs)]
+    solver = pywraplp.Solver.CreateSolver("GLOP")
+    conv = [solver.Constraint(1, 1) for _ in range(problem.n_jobs)]
+    cap = [solver.Constraint(-solver.infinity(), len(g)) for g in groups]
+    obj = solver.Objective()
+    for i in range(problem.n_jobs):
+        for n in _count_vectors([len(g) for g in groups]):
+            N = sum(n)
+            if not problem.min_workers[i] <= N <= problem.max_workers[i]:
+                continue
+            if any(nc > 0 and rates[i][c] == 0 for c, nc in enumerate(n)):
+                continue
+            X = sum(nc * rc for nc, rc in zip(n, rates[i]))
+            cost = problem.work[i] / X + problem.comm_coef[i] * (2 * (N - 1) / N if N >= 2 else 0.0)
+            if not (problem.can_keep[i] and list(n) == cur[i]):
+                cost += problem.restart_cost[i]
+            x = solver.NumVar(0, solver.infinity(), "")
+            conv[i].SetCoefficient(x, 1)
+            for c, nc in enumerate(n):
+                if nc:
+                    cap[c].SetCoefficient(x, nc)
+            obj.SetCoefficient(x, cost / problem.n_jobs)
+    obj.SetMinimization()
+    assert solver.Solve() == pywraplp.Solver.OPTIMAL
+    return obj.Value()
