@@ -30,6 +30,7 @@ import numpy as np
 
 from .errors import InvalidOptionError, InvalidProblemTypeError, MissingDependencyError, SolverError
 from . import _interrupt
+from ._cost import job_time, price
 from ._result import Result
 from ._validation import check_time_limit
 from .placement import current_counts, evaluate, is_feasible, realise_counts
@@ -837,7 +838,7 @@ def _build_milp(pywraplp, solver_id, problem, upper=None, deadline=math.inf, gro
         r = np.sort(rho[i][rho[i] > 0])[::-1]
         r_sorted.append(r)
         n_hi = int(min(cap[i], r.size, problem.max_workers[i]))  # no job uses more than max_workers
-        best = problem.work[i] / np.cumsum(r[:n_hi]) + problem.size_cost[i, 1:n_hi + 1]
+        best = job_time(problem, i, np.cumsum(r[:n_hi]), np.arange(1, n_hi + 1), table=problem.size_cost)
         # ... nor fewer than min_workers (size_cost is inf there, but j_max may be inf too)
         keep = [n for n in range(int(n_lo[i]), n_hi + 1) if best[n - 1] <= j_max[i]]
         sizes.append(keep)
@@ -1050,8 +1051,8 @@ def _jct_caps(problem, upper):
         return np.full(problem.n_jobs, np.inf)
     alone = problem.jct_alone
     forced = problem.running & ~problem.can_keep
-    jct = problem.work / upper.aggregate_throughput + problem._comm(np.arange(problem.n_jobs), upper.sizes)
-    total = float(np.sum(jct) + np.sum(upper.restart_loss[~forced]))
+    priced = price(problem, upper.worker_job)
+    total = float(np.sum(priced.time) + np.sum(priced.restart_loss[~forced]))
     return total - (float(alone.sum()) - alone) + 1e-9 * total
 
 
