@@ -117,14 +117,18 @@ def aggregate(problem, worker_job):
 
     Shapes (R, S) (or (S,)); summed over workers in index order (the order of the kernels).
     """
-    wj = np.atleast_2d(worker_job)
-    R, S = wj.shape[0], problem.n_jobs
-    rows, ks = np.nonzero(wj >= 0)
-    js = wj[rows, ks]
+    S = problem.n_jobs
+    if np.ndim(worker_job) == 1:
+        ks = np.flatnonzero(worker_job >= 0)
+        js = worker_job[ks]
+        return np.bincount(js, weights=problem._rate(js, ks), minlength=S), np.bincount(js, minlength=S)
+    R = worker_job.shape[0]
+    rows, ks = np.nonzero(worker_job >= 0)
+    js = worker_job[rows, ks]
     cell = rows * S + js
     X = np.bincount(cell, weights=problem._rate(js, ks), minlength=R * S).reshape(R, S)
     n = np.bincount(cell, minlength=R * S).reshape(R, S)
-    return (X[0], n[0]) if np.ndim(worker_job) == 1 else (X, n)
+    return X, n
 
 
 def restarted(problem, worker_job):
@@ -132,16 +136,17 @@ def restarted(problem, worker_job):
 
     A worker whose job changes restarts both its old and its new job; new jobs never restart.
     """
+    if not problem.replacing:
+        return np.zeros(np.shape(worker_job)[:-1] + (problem.n_jobs,), dtype=bool)
     wj = np.atleast_2d(worker_job)
     out = np.zeros((wj.shape[0], problem.n_jobs), dtype=bool)
-    if problem.replacing:
-        cur = problem.current
-        moved = wj != cur
-        rows, ks = np.nonzero(moved & (cur >= 0))
-        out[rows, cur[ks]] = True
-        rows, ks = np.nonzero(moved & (wj >= 0))
-        out[rows, wj[rows, ks]] = True
-        out &= problem.running
+    cur = problem.current
+    moved = wj != cur
+    rows, ks = np.nonzero(moved & (cur >= 0))
+    out[rows, cur[ks]] = True
+    rows, ks = np.nonzero(moved & (wj >= 0))
+    out[rows, wj[rows, ks]] = True
+    out &= problem.running
     return out[0] if np.ndim(worker_job) == 1 else out
 
 
@@ -161,11 +166,12 @@ class Priced(NamedTuple):
     restart_loss: np.ndarray
     #: ``time + restart_loss``
     jct: np.ndarray
-    #: (R,) (or a float): ``sum(time) + sum of the restart losses`` (the kernels' total), inf when a job has no worker
+    #: (R,) (or a float): ``sum(time) + sum of the restart losses`` (the kernels' total), inf when
+    #: a job has no worker; None when not asked for
     total: "np.ndarray | float"
 
 
-def price(problem, worker_job):
+def price(problem, worker_job, totals=True):
     """Price assignments: per-job times, restart losses and totals (docs/model.md §1.2-1.4).
 
     Parameters
@@ -174,26 +180,31 @@ def price(problem, worker_job):
     worker_job : ndarray of int64, shape (R, K) or (K,)
         Job of every worker, -1 idle; trusted (indices in range).  A job may
         have no worker (its time and the row's total are then inf).
+    totals : bool, default True
+        False leaves ``total`` None (a caller that needs the per-job fields only).
 
     Returns
     -------
     Priced
     """
-    one = np.ndim(worker_job) == 1
-    wj = np.atleast_2d(worker_job)
     S = problem.n_jobs
-    X, n = aggregate(problem, wj)
-    jobs = np.broadcast_to(np.arange(S), n.shape)
+    X, n = aggregate(problem, worker_job)
+    jobs = np.arange(S) if n.ndim == 1 else np.broadcast_to(np.arange(S), n.shape)
     with np.errstate(divide="ignore"):
         compute = problem.work / X
-    comm = comm_cost(problem, jobs, n, wj)
+    comm = comm_cost(problem, jobs, n, worker_job)
     time = compute + comm
-    rs = restarted(problem, wj)
-    loss = np.where(rs, problem.restart_cost, 0.0)
-    total = np.empty(wj.shape[0])
-    for r in range(wj.shape[0]):
-        total[r] = np.inf if (n[r] == 0).any() else float(np.sum(time[r]))
-        if problem.replacing and np.isfinite(total[r]):
-            total[r] += float(problem.restart_cost[rs[r]].sum())
-    out = Priced(X, n, compute, comm, time, rs, loss, time + loss, total)
-    return Priced(*(f[0] for f in out[:-1]), float(total[0])) if one else out
+    rs = restarted(problem, worker_job)
+    loss = np.where(rs, problem.restart_cost, 0.0) if problem.replacing else np.zeros(n.shape)
+    total = None
+    if totals:
+        rows = (time,) if n.ndim == 1 else time
+        total = np.empty(len(rows))
+        for r, row in enumerate(rows):
+            sizes, restarts = (n, rs) if n.ndim == 1 else (n[r], rs[r])
+            total[r] = np.inf if (sizes == 0).any() else float(np.sum(row))
+            if problem.replacing and np.isfinite(total[r]):
+                total[r] += float(problem.restart_cost[restarts].sum())
+        if n.ndim == 1:
+            total = float(total[0])
+    return Priced(X, n, compute, comm, time, rs, loss, time + loss, total)

@@ -312,7 +312,7 @@ class Placement:
         counts = np.zeros((S, G), dtype=np.int64)
         np.add.at(counts, (job, problem.worker_type[busy]), 1)
         self.type_counts = counts
-        priced = price(problem, worker_job)  # the one job cost (hetplace._cost)
+        priced = price(problem, worker_job, totals=False)  # the one job cost (hetplace._cost)
         self.sizes = priced.n
         self.aggregate_throughput = priced.X
         self.compute_per_iteration = problem.batch / self.aggregate_throughput
