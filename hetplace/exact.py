@@ -745,7 +745,7 @@ def _improve_by_moves(problem, placement, rel, deadline=math.inf):
     out_wj = np.array(placement.worker_job, dtype=np.int64).reshape(1, K)
     out_total = np.zeros(1)
     out_stats = np.zeros((1, 3), dtype=np.int64)
-    restart = (problem.restart_cost, problem.current) if problem.replacing else None
+    restart = (problem.restart_cost, problem.current, None) if problem.replacing else None
     stop = _interrupt.new_stop()
 
     def descend():

@@ -431,11 +431,11 @@ def _run(problem, cats, opts, extra=None):
                     polish_args = ccommon + (class_of, members, cls_start, rows, _MAX_POLISH_STEPS,
                                              out_wj, out_total, out_stats, threads)
                     if replacing:
-                        polish_args += ((problem.restart_cost, _class_counts(problem, class_of, C), problem.current),)
+                        polish_args += ((problem.restart_cost, problem.current, _class_counts(problem, class_of, C)),)
                 else:
                     polish_args = common + (rows, _MAX_POLISH_STEPS, out_wj, out_total, out_stats, threads)
                     if replacing:
-                        polish_args += ((problem.restart_cost, problem.current),)
+                        polish_args += ((problem.restart_cost, problem.current, None),)
                 (table.polish_rows_classes if polish_cls else table.polish_rows)(*polish_args, stop=stop)
         return out_wj, out_total, out_stats, rows
 
