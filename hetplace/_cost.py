@@ -101,14 +101,17 @@ def comm_cost(problem, jobs, n, worker_job=None):
     return np.where((n > problem.max_workers[jobs]) | ((n > 0) & (n < problem.min_workers[jobs])), math.inf, out)
 
 
-def job_time(problem, jobs, X, n, table=None, worker_job=None):
+def job_time(problem, jobs, X, n, table=None, worker_job=None, comm=None):
     """``work / X + comm`` of ``jobs[t]`` with summed throughput ``X[t]`` on ``n[t]`` workers (elementwise).
 
-    The job's time without its restart loss.  ``table`` is ``Problem.size_cost``
-    when the caller holds it (a look-up instead of :func:`comm_cost`; the same
-    bits); ``worker_job`` is passed on to the communication model.
+    The job's time without its restart loss: the one place the Python side
+    writes it.  ``table`` is ``Problem.size_cost`` when the caller holds it (a
+    look-up instead of :func:`comm_cost`; the same bits); ``worker_job`` is
+    passed on to the communication model; ``comm``, when given, is
+    :func:`comm_cost` already computed for these jobs.
     """
-    comm = table[jobs, n] if table is not None else comm_cost(problem, jobs, n, worker_job)
+    if comm is None:
+        comm = table[jobs, n] if table is not None else comm_cost(problem, jobs, n, worker_job)
     return problem.work[jobs] / X + comm
 
 
@@ -190,10 +193,10 @@ def price(problem, worker_job, totals=True):
     S = problem.n_jobs
     X, n = aggregate(problem, worker_job)
     jobs = np.arange(S) if n.ndim == 1 else np.broadcast_to(np.arange(S), n.shape)
-    with np.errstate(divide="ignore"):
-        compute = problem.work / X
     comm = comm_cost(problem, jobs, n, worker_job)
-    time = compute + comm
+    with np.errstate(divide="ignore"):  # a job without worker: inf
+        compute = problem.work / X
+        time = job_time(problem, jobs, X, n, comm=comm)
     rs = restarted(problem, worker_job)
     loss = np.where(rs, problem.restart_cost, 0.0) if problem.replacing else np.zeros(n.shape)
     total = None
