@@ -19,6 +19,7 @@ O(K^2) (benchmarks/bench_baselines.py).
 
 import numpy as np
 
+from ._cost import job_time
 from ._problem_iv import augmenting_assignment
 
 __all__ = ["equal_sizes", "equal_placement", "random_placement", "greedy_placement", "keep_greedy_placement"]
@@ -264,7 +265,7 @@ def greedy_placement(problem):
     """
     S = problem.n_jobs
     rho = problem.worker_throughput
-    work, cost = problem.work, problem.size_cost
+    cost = problem.size_cost
     worker_job = _seed_jobs(problem, np.argsort(-problem.work, kind="stable"))
     busy = np.flatnonzero(worker_job >= 0)
     X = np.bincount(worker_job[busy], weights=rho[worker_job[busy], busy], minlength=S)
@@ -276,8 +277,8 @@ def greedy_placement(problem):
         c = pool.top[jobs]
         has = c >= 0
         i, c = jobs[has], c[has]
-        before = work[i] / X[i] + cost[i, n[i]]
-        after = work[i] / (X[i] + pool.value[i, c]) + cost[i, n[i] + 1]
+        before = job_time(problem, i, X[i], n[i], cost)
+        after = job_time(problem, i, X[i] + pool.value[i, c], n[i] + 1, cost)
         out = np.full(jobs.size, -np.inf)
         out[has] = before - after
         return out
@@ -297,7 +298,7 @@ def greedy_placement(problem):
             gain[moved] = gain_of(moved)
         c = pool.top[i]  # the same formula as gain_of, on scalars (this is the hot loop)
         gain[i] = -np.inf if c < 0 else (
-            (work[i] / X[i] + cost[i, n[i]]) - (work[i] / (X[i] + pool.value[i, c]) + cost[i, n[i] + 1])
+            job_time(problem, i, X[i], n[i], cost) - job_time(problem, i, X[i] + pool.value[i, c], n[i] + 1, cost)
         )
 
 

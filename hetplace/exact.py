@@ -30,6 +30,7 @@ import numpy as np
 
 from .errors import InvalidOptionError, InvalidProblemTypeError, MissingDependencyError, SolverError
 from . import _interrupt
+from ._cost import job_time, price
 from ._result import Result
 from ._validation import check_time_limit
 from .placement import current_counts, evaluate, is_feasible, realise_counts
@@ -102,10 +103,12 @@ MILP_MAX_CELLS = 2**24
 #: spent (about 0.4 s at most), so a small problem's ``"time_limit"`` result has a placement.
 _INCUMBENT_ALWAYS_CELLS = 2**21
 #: Seconds per cell of ``n_jobs * (n_workers + 1)`` that the greedy incumbent takes (its dense
-#: tables included; measured above: 2.0e-7 at 2**20 and 2**25 cells), and that one step of
-#: :func:`_improve_by_moves` takes (several (S, K) temporaries; a generous estimate).
+#: tables included; measured above: 2.0e-7 at 2**20 and 2**25 cells), and that the descent of
+#: :func:`_improve_by_moves` is given before the MILP is built (its deadline).
 _INCUMBENT_SECONDS_PER_CELL = 2e-7
 _MOVE_SECONDS_PER_CELL = 1e-7
+#: Most steps of :func:`_improve_by_moves`' descent (its deadline ends it first on large problems).
+_MOVE_MAX_STEPS = 1_000_000
 #: Most MILP solver threads accepted (the same cap as ``place(method="smp", threads=...)``).
 MAX_THREADS = 1024
 
@@ -722,79 +725,41 @@ def _trimmed(problem, worker_job):
     return evaluate(problem, worker_job, method="exact")
 
 
-def _improve_by_moves(problem, placement, rel, deadline=math.inf, max_steps=100):
-    """Local search from ``placement``: single-worker moves, and swaps when ``K <= 256``.
+def _improve_by_moves(problem, placement, rel, deadline=math.inf):
+    """Local search from ``placement`` by the polish kernel (:mod:`hetplace._core._polish`).
 
-    A move gives one worker to another job (or idles it); a swap exchanges two
-    workers of different jobs (or a busy and an idle one).  Steps are taken
-    while one lowers the mean JCT by more than ``rel`` (relative), each
-    confirmed by :func:`evaluate`.  Returns the best placement found (the
-    input itself when no step pays): a claimed optimum that a step improves is
-    not an optimum.  With running jobs a step is priced with the restart
-    losses (docs/model.md §1.4): every job it touches is charged its
-    ``restart_cost``, so a step that returns a job to its current set is
-    priced too high and may be missed (a heuristic; :func:`evaluate` decides).
+    Best-improvement descent over single-worker moves (to another job or
+    idle) and swaps, priced exactly with the restart losses (docs/model.md
+    §1.4), until no step pays or ``deadline`` (``time.perf_counter()``) is
+    reached -- then the descent stops after its current step and what it
+    reached is used.  Returns the polished placement, confirmed by
+    :func:`evaluate`, when it lowers the mean JCT by more than ``rel``
+    (relative), else ``placement`` itself: a claimed optimum that a step
+    improves is not an optimum.  The same kernel as SMP's polish, on the
+    backend ``"auto"`` resolves to, single-threaded.
     """
+    from ._core._registry import resolve
+
+    _, table = resolve("auto")
     S, K = problem.n_jobs, problem.n_workers
-    rho, work, cost = problem.worker_throughput, problem.work, problem.size_cost
-    best = placement
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        for _ in range(max_steps):
-            if time.perf_counter() > deadline:
-                break
-            wj = np.asarray(best.worker_job)
-            X, n = best.aggregate_throughput, best.sizes
-            cur = work / X + cost[np.arange(S), n]
-            if problem.replacing:
-                # every delta below is "new cost - cur": a touched job pays restart_cost
-                # after the step, and what it pays now (restart_cost if restarted) before
-                cur = cur + problem.restart_cost * best.restarted - problem.restart_cost
-            busy = wj >= 0
-            own = np.where(busy, wj, 0)
-            r_own = rho[own, np.arange(K)]
-            # removing worker k from its job: that job's cost change (inf when it empties)
-            n_own = n[own]
-            left = np.where(n_own > 1, work[own] / (X[own] - r_own) + cost[own, n_own - 1], np.inf)
-            drop = np.where(busy, left - cur[own], 0.0)
-            # giving worker k to job j
-            nn = np.minimum(n + 1, K)
-            add = work[:, None] / (X[:, None] + rho) + cost[np.arange(S), nn][:, None] - cur[:, None]
-            add[rho <= 0] = np.inf
-            add[own[busy], np.flatnonzero(busy)] = np.inf  # its own job: no move
-            delta = np.vstack([drop[None, :], drop[None, :] + add])  # row 0: idle it
-            delta[0, ~busy] = np.inf
-            k_best = np.unravel_index(np.argmin(delta), delta.shape)
-            cand = []
-            if np.isfinite(delta[k_best]) and delta[k_best] < 0:
-                row, k = int(k_best[0]), int(k_best[1])
-                w = wj.copy()
-                w[k] = row - 1
-                cand.append(w)
-            if K <= 256:
-                # swap k (job a) and l (job b): a trades r_ak for r_al, b trades r_bl for r_bk
-                r_gain = rho[own][:, :]  # r_gain[k, l] = rho[job of k, l]
-                trade = work[own][:, None] / (X[own][:, None] - r_own[:, None] + r_gain) \
-                    + cost[own, n_own][:, None] - cur[own][:, None]
-                trade[r_gain <= 0] = np.inf
-                trade[~busy, :] = 0.0
-                swap = trade + trade.T
-                same = wj[:, None] == wj[None, :]
-                swap[same] = np.inf
-                k, l = np.unravel_index(np.argmin(swap), swap.shape)
-                if np.isfinite(swap[k, l]) and swap[k, l] < 0:
-                    w = wj.copy()
-                    w[k], w[l] = wj[l], wj[k]
-                    cand.append(w)
-            improved = False
-            for w in cand:
-                if not is_feasible(problem, w):
-                    continue
-                p = evaluate(problem, w, method="exact", info=placement.info)
-                if p.mean_jct < best.mean_jct * (1.0 - rel):
-                    best, improved = p, True
-            if not improved:
-                break
-    return best
+    out_wj = np.array(placement.worker_job, dtype=np.int64).reshape(1, K)
+    out_total = np.zeros(1)
+    out_stats = np.zeros((1, 3), dtype=np.int64)
+    restart = (problem.restart_cost, problem.current, None) if problem.replacing else None
+    stop = _interrupt.new_stop()
+
+    def descend():
+        with np.errstate(divide="ignore", invalid="ignore"):  # the python backend's numpy scalars, as IEEE
+            table.polish_rows(problem.worker_throughput, problem.work, problem.size_cost_spec, problem.worker_type,
+                              problem.class_speed, problem.uniform_speed, np.zeros(1, dtype=np.int64),
+                              _MOVE_MAX_STEPS, out_wj, out_total, out_stats, 1, restart, stop)
+
+    # a deadline beyond a day is none (threading cannot wait 1e300 s)
+    _interrupt.call(descend, stop, deadline if deadline - time.perf_counter() < 86400.0 else math.inf)
+    if not out_stats[0, 2] or not is_feasible(problem, out_wj[0]):
+        return placement
+    moved = evaluate(problem, out_wj[0], method="exact", info=placement.info)
+    return moved if moved.mean_jct < placement.mean_jct * (1.0 - rel) else placement
 
 
 def _build_milp(pywraplp, solver_id, problem, upper=None, deadline=math.inf, grouping="classes", cuts="size"):
@@ -837,7 +802,7 @@ def _build_milp(pywraplp, solver_id, problem, upper=None, deadline=math.inf, gro
         r = np.sort(rho[i][rho[i] > 0])[::-1]
         r_sorted.append(r)
         n_hi = int(min(cap[i], r.size, problem.max_workers[i]))  # no job uses more than max_workers
-        best = problem.work[i] / np.cumsum(r[:n_hi]) + problem.size_cost[i, 1:n_hi + 1]
+        best = job_time(problem, i, np.cumsum(r[:n_hi]), np.arange(1, n_hi + 1), table=problem.size_cost)
         # ... nor fewer than min_workers (size_cost is inf there, but j_max may be inf too)
         keep = [n for n in range(int(n_lo[i]), n_hi + 1) if best[n - 1] <= j_max[i]]
         sizes.append(keep)
@@ -1050,8 +1015,8 @@ def _jct_caps(problem, upper):
         return np.full(problem.n_jobs, np.inf)
     alone = problem.jct_alone
     forced = problem.running & ~problem.can_keep
-    jct = problem.work / upper.aggregate_throughput + problem._comm(np.arange(problem.n_jobs), upper.sizes)
-    total = float(np.sum(jct) + np.sum(upper.restart_loss[~forced]))
+    priced = price(problem, upper.worker_job)
+    total = float(np.sum(priced.time) + np.sum(priced.restart_loss[~forced]))
     return total - (float(alone.sum()) - alone) + 1e-9 * total
 
 
@@ -1334,7 +1299,7 @@ def _verify(problem, placement, status, msg, milp_objective, bound, incumbent, t
     the solver's value of its placement equals the re-evaluated mean JCT; the
     bound does not exceed it; the gap to the bound is at most ``tol``; and
     neither the greedy incumbent nor a local-search step (single-worker moves,
-    swaps on small clusters) beats it.  Otherwise it becomes ``"feasible"``
+    and swaps: the polish kernel) beats it.  Otherwise it becomes ``"feasible"``
     with the best placement found and ``message`` says why.  For ``"feasible"``
     results the better of the solver's and the greedy placement is returned.
     """

@@ -6,6 +6,7 @@ import numpy as np
 
 from ._validation import as_real_array, is_real_scalar
 from .errors import InvalidOptionError, InvalidPlacementError, InvalidProblemTypeError, MissingDependencyError
+from ._cost import price, restarted
 from .problem import Problem, _compact
 
 __all__ = ["Placement", "evaluate", "is_feasible", "largest_remainder_shares", "restarted_jobs",
@@ -106,15 +107,7 @@ def restarted_jobs(problem: Problem, worker_job: np.ndarray) -> np.ndarray:
     ``worker_job`` is trusted (a validated int64 (K,) array).  A worker whose
     job changes restarts both its old and its new job; new jobs never restart.
     """
-    S = problem.n_jobs
-    if not problem.replacing:
-        return np.zeros(S, dtype=bool)
-    cur = problem.current
-    moved = np.flatnonzero(worker_job != cur)
-    changed = np.zeros(S, dtype=bool)
-    for side in (cur[moved], worker_job[moved]):
-        changed[side[side >= 0]] = True
-    return changed & problem.running
+    return restarted(problem, worker_job)
 
 
 def current_counts(problem: Problem, members: "list[np.ndarray]") -> np.ndarray:
@@ -319,19 +312,17 @@ class Placement:
         counts = np.zeros((S, G), dtype=np.int64)
         np.add.at(counts, (job, problem.worker_type[busy]), 1)
         self.type_counts = counts
-        self.sizes = counts.sum(axis=1)
-        rate = problem._rate(job, np.flatnonzero(busy))  # worker_throughput[job, busy], no (S, K) table
-        self.aggregate_throughput = np.bincount(job, weights=rate, minlength=S)
+        priced = price(problem, worker_job, totals=False)  # the one job cost (hetplace._cost)
+        self.sizes = priced.n
+        self.aggregate_throughput = priced.X
         self.compute_per_iteration = problem.batch / self.aggregate_throughput
-        idx = np.arange(S)
-        comm = problem._comm(idx, self.sizes)
-        per_iter_comm = np.where(problem.iterations > 0, comm / problem.iterations, 0.0)
-        self.comm_per_iteration = per_iter_comm
-        self.restarted = restarted_jobs(problem, worker_job)
-        self.restart_loss = np.where(self.restarted, problem.restart_cost, 0.0)
+        self.comm_per_iteration = np.where(problem.iterations > 0, priced.comm / problem.iterations, 0.0)
+        self.restarted = priced.restarted
+        self.restart_loss = priced.restart_loss
         self.n_restarts = int(self.restarted.sum())
-        self.jct = problem.work / self.aggregate_throughput + comm + self.restart_loss
+        self.jct = priced.jct
         self.mean_jct = float(self.jct.mean())
+        rate = problem._rate(job, np.flatnonzero(busy))  # worker_throughput[job, busy], no (S, K) table
         self.shares = _shares(problem.batch, worker_job, rate)
         self.slowdown = self.jct / problem.jct_alone
         s = self.slowdown

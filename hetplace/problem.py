@@ -11,6 +11,7 @@ from collections.abc import Mapping
 import numpy as np
 
 # MAX_WORKERS, MAX_TABLE_CELLS and min_worker_flow keep their home here for callers (baselines, io, bench)
+from ._cost import RingAllReduce, comm_cost, job_time
 from ._problem_iv import MAX_TABLE_CELLS, MAX_WORKERS, _compact, _problem_iv, min_worker_flow  # noqa: F401
 from ._validation import is_real_scalar
 from .errors import InvalidProblemError
@@ -28,15 +29,6 @@ def _index_arg(name, value, lo, hi, what):
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or not lo <= value <= hi:
         raise InvalidProblemError(f"{name} must be {what}, an integer in [{lo}, {hi}]; got {value!r}.")
     return int(value)
-
-
-def _ring_fraction(n):
-    """``2 (n-1)/n`` for ``n >= 2``, 0 below (float64, elementwise): a ring all-reduce's share of D_i / r."""
-    n = np.asarray(n, dtype=np.float64)
-    out = np.zeros(n.shape)
-    big = n >= 2
-    out[big] = 2.0 * (n[big] - 1.0) / n[big]
-    return out
 
 
 def _frozen(arr):
@@ -119,9 +111,12 @@ class Problem:
         throughput column and a down worker never shares a class with an up one.
     work : ndarray of float64, shape (S,)
         ``w_i = iterations[i] * batch[i]`` (samples still to process).
+    comm_model : hetplace._cost.RingAllReduce
+        The communication model: a ring all-reduce over ``bandwidth`` (private
+        module :mod:`hetplace._cost`, the one home of the job cost).
     comm_coef : ndarray of float64, shape (S,)
         ``T_i * D_i / r``: job ``i``'s communication time is ``comm_coef[i] * 2 (n-1)/n``
-        on ``n >= 2`` workers (0 when ``bandwidth`` is inf).
+        on ``n >= 2`` workers (0 when ``bandwidth`` is inf); ``comm_model.coef``.
     comm_time : ndarray of float64, shape (S, K + 1)
         ``comm_time[i, n]``: total communication time of job ``i`` run on ``n``
         workers, ``T_i * 2 (n-1)/n * D_i / r`` (0 for ``n <= 1``).  Built on first use.
@@ -215,11 +210,8 @@ class Problem:
             self.class_speed = self.worker_speed
         self.work = _frozen(iters * iv.batch)
         self.uniform_speed = bool(np.all(speed == 1.0)) and self.n_available == K
-        if math.isinf(iv.bandwidth):
-            coef = np.zeros(S)
-        else:
-            coef = iters * grad / iv.bandwidth
-        self.comm_coef = _frozen(coef)
+        self.comm_model = RingAllReduce(iters, grad, iv.bandwidth)
+        coef = self.comm_coef = self.comm_model.coef
         # 2 (n-1)/n >= 1 for n >= 2, so a positive coefficient is positive communication
         self.has_communication = bool(K >= 2 and np.any(coef > 0))
         lo, hi = iv.min_workers, iv.max_workers
@@ -295,7 +287,7 @@ class Problem:
     def comm_time(self):
         """ndarray (S, K + 1): ``comm_time[i, n] = comm_coef[i] * 2 (n-1)/n`` (0 for ``n <= 1``); built on first use."""
         def build():
-            return self.comm_coef[:, None] * _ring_fraction(np.arange(self.n_workers + 1))[None, :]
+            return self.comm_model.table(self.n_workers)
         return self._table("comm_time", build)
 
     @property
@@ -350,13 +342,11 @@ class Problem:
 
     def _comm(self, jobs, n):
         """``comm_time[jobs, n]`` (arrays of one shape) without the table."""
-        return self.comm_coef[jobs] * _ring_fraction(n)
+        return self.comm_model.time(jobs, n)
 
     def _cost(self, jobs, n):
-        """``size_cost[jobs, n]`` (arrays of one shape) without the table."""
-        n = np.asarray(n)
-        out = self._comm(jobs, n)
-        return np.where((n > self.max_workers[jobs]) | ((n > 0) & (n < self.min_workers[jobs])), math.inf, out)
+        """``size_cost[jobs, n]`` (arrays of one shape) without the table (:func:`hetplace._cost.comm_cost`)."""
+        return comm_cost(self, jobs, n)
 
     # ------------------------------------------------------------- quantities
     @property
@@ -377,7 +367,7 @@ class Problem:
                 r = np.repeat(v[v > 0], m[v > 0])[: self.max_workers[i]]
                 X = np.cumsum(r)
                 n = np.arange(1, r.size + 1)
-                jct = self.work[i] / X + self._cost(np.full(n.size, i), n)
+                jct = job_time(self, np.full(n.size, i), X, n)
                 out[i] = jct.min()
             self._jct_alone = _frozen(out)
         return self._jct_alone
@@ -412,7 +402,7 @@ class Problem:
             raise InvalidProblemError(
                 f"throughput_sum must be a positive, finite number of samples/s; got {throughput_sum!r}."
             )
-        return float(self.work[job] / float(throughput_sum) + self._comm(job, n))
+        return float(job_time(self, job, float(throughput_sum), n))
 
     def with_worker_speed(self, worker_speed):
         """A copy of this problem with other per-worker speeds."""

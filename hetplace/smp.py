@@ -41,6 +41,7 @@ import time
 import numpy as np
 
 from . import _fork
+from ._cost import aggregate, price, restarted
 from ._core._registry import BACKEND_CHOICES as BACKENDS  # re-exported: the backend= choices
 from . import _interrupt
 from ._validation import check_choice, check_positive_int
@@ -430,11 +431,11 @@ def _run(problem, cats, opts, extra=None):
                     polish_args = ccommon + (class_of, members, cls_start, rows, _MAX_POLISH_STEPS,
                                              out_wj, out_total, out_stats, threads)
                     if replacing:
-                        polish_args += ((problem.restart_cost, _class_counts(problem, class_of, C), problem.current),)
+                        polish_args += ((problem.restart_cost, problem.current, _class_counts(problem, class_of, C)),)
                 else:
                     polish_args = common + (rows, _MAX_POLISH_STEPS, out_wj, out_total, out_stats, threads)
                     if replacing:
-                        polish_args += ((problem.restart_cost, problem.current),)
+                        polish_args += ((problem.restart_cost, problem.current, None),)
                 (table.polish_rows_classes if polish_cls else table.polish_rows)(*polish_args, stop=stop)
         return out_wj, out_total, out_stats, rows
 
@@ -457,19 +458,7 @@ def _run(problem, cats, opts, extra=None):
 
 def _true_totals(problem, out_wj):
     """True total JCT of every row of ``out_wj``, restart losses included (inf where a job has no worker)."""
-    from .placement import restarted_jobs
-
-    S = problem.n_jobs
-    out = np.empty(out_wj.shape[0])
-    for s, wj in enumerate(out_wj):
-        busy = wj >= 0
-        js, ks = wj[busy], np.flatnonzero(busy)
-        X = np.bincount(js, weights=problem._rate(js, ks), minlength=S)
-        n = np.bincount(js, minlength=S)
-        out[s] = np.inf if (n == 0).any() else float(np.sum(problem.work / X + problem._cost(np.arange(S), n)))
-        if problem.replacing and np.isfinite(out[s]):
-            out[s] += float(problem.restart_cost[restarted_jobs(problem, wj)].sum())
-    return out
+    return price(problem, out_wj).total
 
 
 def _sort_buckets(problem, wj, members, cls_start, total, rounds=3):
@@ -482,15 +471,11 @@ def _sort_buckets(problem, wj, members, cls_start, total, rounds=3):
     total drops, at most ``rounds`` times.
     """
     for _ in range(rounds):
-        busy = wj >= 0
-        js = wj[busy]
-        X = np.bincount(js, weights=problem._rate(js, np.flatnonzero(busy)), minlength=problem.n_jobs)
+        X = aggregate(problem, wj)[0]
         a = problem.work / (X * X)
         new = wj.copy()
         if problem.replacing:  # a kept job keeps its very workers: they stay out of the reordering
-            from .placement import restarted_jobs
-
-            kept = problem.running & ~restarted_jobs(problem, wj)
+            kept = problem.running & ~restarted(problem, wj)
         for lo, hi in zip(cls_start[:-1], cls_start[1:]):
             ws = members[lo:hi]  # fastest first
             if problem.replacing:
@@ -639,16 +624,8 @@ def _choose(problem, out_wj, out_total, fairness_tol):
     alone = problem.jct_alone
     S = problem.n_jobs
     best_j, best_f = best, -1.0
-    for s in cand:
-        wj = out_wj[s]
-        busy = wj >= 0
-        X = np.bincount(wj[busy], weights=problem._rate(wj[busy], np.flatnonzero(busy)), minlength=S)
-        n = np.bincount(wj[busy], minlength=S)
-        sl = problem.work / X + problem._cost(np.arange(S), n)
-        if problem.replacing:
-            from .placement import restarted_jobs
-
-            sl = sl + np.where(restarted_jobs(problem, wj), problem.restart_cost, 0.0)
+    jct = price(problem, out_wj[cand]).jct
+    for s, sl in zip(cand, jct):
         sl = sl / alone
         f = sl.sum() ** 2 / (S * np.square(sl).sum())
         if f > best_f:

@@ -192,7 +192,7 @@ def test_class_polish_trees_take_the_scans_steps(seed):
     counts_of(start, class_of, begin)
     cur = np.zeros((S, C), dtype=np.int64)
     counts_of(_start(p, rng), class_of, cur)
-    restart = (np.where(rng.random(S) < 0.5, rng.uniform(0, 50, S), 0.0), cur)
+    restart = (np.where(rng.random(S) < 0.5, rng.uniform(0, 50, S), 0.0), None, cur)
     for rs in (None, restart):
         ref = begin.copy()
         steps = polish_classes_impl(rhoC, p.work, p.size_cost, mc, ref, 100_000, rs, False)

@@ -162,7 +162,7 @@ def test_worker_polish_with_restarts_ends_in_a_local_optimum_and_backends_agree(
         out_total, out_stats = np.zeros(1), np.zeros((1, 3), dtype=np.int64)
         kernels(b).polish_rows(p.worker_throughput, p.work, p.size_cost, p.worker_type, p.worker_speed, False,
                                np.array([0]), 100_000, out_wj, out_total, out_stats, 1,
-                               (p.restart_cost, p.current))
+                               (p.restart_cost, p.current, None))
         outs.append((out_wj[0].tobytes(), out_total[0]))
     assert len(set(outs)) == 1
     wj = np.frombuffer(outs[0][0], dtype=np.int64).copy()
@@ -198,7 +198,7 @@ def test_class_polish_with_restarts_agrees_across_backends_on_ties(seed):
         out_wj = starts.copy()
         out_total, out_stats = np.zeros(5), np.zeros((5, 3), dtype=np.int64)
         kernels(b).polish_rows_classes(rhoC, p.work, p.size_cost, mc, class_of, members, cls_start, np.arange(5),
-                                       100_000, out_wj, out_total, out_stats, 1, (p.restart_cost, curC, p.current))
+                                       100_000, out_wj, out_total, out_stats, 1, (p.restart_cost, p.current, curC))
         outs.append((out_wj.tobytes(), out_total.tobytes()))
         for s in range(5):  # totals are the true penalised objective of the expanded rows
             assert out_total[s] == pytest.approx(_worker_objective(p, out_wj[s]), rel=1e-12)

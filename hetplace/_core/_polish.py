@@ -38,7 +38,7 @@ from cython.parallel import prange
 __all__ = [
     "COMPILED", "job_cost", "assignment_total", "polish_kernel", "polish", "polish_rows",
     "class_totals", "expand_counts", "counts_of", "polish_classes_kernel", "polish_classes", "polish_rows_classes",
-    "restart_loss", "class_restart_loss", "class_trees", "TREE_CELLS", "TREE_MIN_JOBS", "expand_counts_keep", "expand_keep", "keep_rows",
+    "restart_loss", "restart_arrays", "class_restart_loss", "class_trees", "TREE_CELLS", "TREE_MIN_JOBS", "expand_counts_keep", "expand_keep", "keep_rows",
 ]
 
 #: True in the extension built by ``cythonize``; False when this source runs under Numba or as Python.
@@ -386,11 +386,24 @@ def _polish_rows_kernel(rho: cython.const[cython.double][:, ::1], work: cython.c
             out_total[s] = out_total[s] + restart_loss(pen, diff[j])
 
 
-def _restart_args(restart, S, K):
-    """``(replacing, pen (S,), current (K,))`` of the polish kernels from ``restart = (pen, current)`` or None."""
+def restart_arrays(restart, S, C, K):
+    """``(replacing, pen (S,), current (K,), curC (S, C))`` of the polish kernels from ``restart``.
+
+    ``restart`` is None (no job is running) or, in every polish entry, the
+    same triple ``(pen, current, curC)``: restart costs (float64 (S,),
+    ``Problem.restart_cost``), the running placement (int64 (K,),
+    ``Problem.current``) and the current counts per worker class (int64
+    (S, C)).  An entry that does not read a field accepts None there: the
+    worker-level entries read no ``curC``, :func:`polish_classes` no ``current``.
+    """
     if restart is None:
-        return False, np.zeros(S), np.full(K, -1, dtype=np.int64)
-    return True, restart[0], restart[1]
+        return False, np.zeros(S), np.full(K, -1, dtype=np.int64), np.zeros((S, C), dtype=np.int64)
+    pen, current, curC = restart
+    if current is None:
+        current = np.full(K, -1, dtype=np.int64)
+    if curC is None:
+        curC = np.zeros((S, C), dtype=np.int64)
+    return True, pen, current, curC
 
 
 def _workspace(R, S, K, worker_type):
@@ -407,8 +420,8 @@ def polish(rho: cython.const[cython.double][:, ::1], work: cython.const[cython.d
 
     ``speed`` is accepted for the common signature of the polish entries and
     not used (``uniform`` says whether workers of a type are interchangeable).
-    ``restart``: None, or ``(pen, current)`` (float64 (S,), int64 (K,)) to
-    add restart losses (``Problem.restart_cost``, ``Problem.current``).
+    ``restart``: None, or ``(pen, current, curC)`` (:func:`restart_arrays`;
+    ``curC`` unused, may be None) to add restart losses.
     """
     X: cython.double[::1]
     n: cython.longlong[::1]
@@ -422,7 +435,7 @@ def polish(rho: cython.const[cython.double][:, ::1], work: cython.const[cython.d
     steps: cython.longlong
     ws = _workspace(1, rho.shape[0], rho.shape[1], worker_type)
     X, n, rep, seen = ws[0][0], ws[1][0], ws[2][0], ws[3][0]
-    replacing, pen, current = _restart_args(restart, rho.shape[0], rho.shape[1])
+    replacing, pen, current, _ = restart_arrays(restart, rho.shape[0], 0, rho.shape[1])
     with cython.nogil:
         steps = polish_kernel(rho, work, comm, worker_type, uniform, worker_job, max_steps, X, n, rep, seen,
                               replacing, pen, current, diff, go)
@@ -443,7 +456,7 @@ def polish_rows(rho, work, comm, worker_type, speed, uniform, rows, max_steps, o
     out_stats : int64 (N, 3)    ``out_stats[rows[j], 2]`` set to the steps taken
     threads : int               Cython's OpenMP threads (<= 0: one per core); Numba's are
                                 set by the caller (``numba.set_num_threads``)
-    restart : None or (pen, current)
+    restart : None or (pen, current, curC)
         As :func:`polish`; the totals then include the restart losses.
     stop : int64 (1,), optional
         A stop flag (:func:`hetplace._interrupt.new_stop`): once ``stop[0]``
@@ -452,7 +465,7 @@ def polish_rows(rho, work, comm, worker_type, speed, uniform, rows, max_steps, o
     """
     S, K = rho.shape
     X, n, rep, seen = _workspace(rows.shape[0], S, K, worker_type)
-    replacing, pen, current = _restart_args(restart, S, K)
+    replacing, pen, current, _ = restart_arrays(restart, S, 0, K)
     diff = np.zeros((rows.shape[0], S), dtype=np.int64)
     nt = threads if threads > 0 else (os.cpu_count() or 1)
     _polish_rows_kernel(rho, work, comm, worker_type, uniform, rows, max_steps, out_wj, out_total, out_stats, X, n,
@@ -1145,20 +1158,13 @@ def class_trees(S, C, rows=1, trees=None, cells=TREE_CELLS):
     return np.zeros((max(1, min(rows, cells // width)), width)), P
 
 
-def _class_restart_args(restart, S, C, K):
-    """``(replacing, pen (S,), curC (S, C), current (K,))`` from ``restart = (pen, curC, current)`` or None."""
-    if restart is None:
-        return False, np.zeros(S), np.zeros((S, C), dtype=np.int64), np.full(K, -1, dtype=np.int64)
-    return True, restart[0], restart[1], restart[2]
-
-
 def polish_classes(rhoC: cython.const[cython.double][:, ::1], work: cython.const[cython.double][::1],
                    comm: cython.const[cython.double][:, ::1], mc: cython.const[cython.longlong][::1],
                    cnt: cython.longlong[:, ::1], max_steps: cython.longlong, restart=None, trees=None):
     """Improve the class counts ``cnt`` (int64 (S, C)) in place by :func:`polish_classes_kernel`; return the steps taken.
 
-    ``restart``: None, or ``(pen, curC)`` (float64 (S,), int64 (S, C)): restart
-    costs and current counts per class, to add restart losses.  ``trees``: see
+    ``restart``: None, or ``(pen, current, curC)`` (:func:`restart_arrays`;
+    ``current`` unused, may be None), to add restart losses.  ``trees``: see
     :func:`class_trees` (True: keep the trees, False: scan; the same steps).
     """
     X: cython.double[::1] = np.zeros(rhoC.shape[0])
@@ -1169,10 +1175,7 @@ def polish_classes(rhoC: cython.const[cython.double][:, ::1], work: cython.const
     curC: cython.const[cython.longlong][:, ::1]
     replacing: cython.bint
     steps: cython.longlong
-    if restart is None:
-        replacing, pen, curC = False, np.zeros(rhoC.shape[0]), np.zeros((rhoC.shape[0], rhoC.shape[1]), dtype=np.int64)
-    else:
-        replacing, pen, curC = True, restart[0], restart[1]
+    replacing, pen, _, curC = restart_arrays(restart, rhoC.shape[0], rhoC.shape[1], 0)
     T2, P = class_trees(rhoC.shape[0], rhoC.shape[1], 1, trees)
     T: cython.double[::1] = T2[0]
     p: cython.Py_ssize_t = P
@@ -1191,8 +1194,8 @@ def polish_rows_classes(rhoC, work, comm, mc, class_of, members, cls_start, rows
     :func:`polish_classes_kernel`, expanded back to workers (``members``,
     ``cls_start``: see :func:`hetplace.smp.worker_classes`) and scored;
     ``out_total``, ``out_stats`` and ``threads`` as in :func:`polish_rows`.
-    ``restart``: None, or ``(pen, curC, current)``: restart costs (S,),
-    current counts per class (S, C) and the running placement (K,); rows are
+    ``restart``: None, or ``(pen, current, curC)`` (:func:`restart_arrays`):
+    restart costs (S,), the running placement (K,) and current counts per class (S, C); rows are
     then expanded keeping current workers (:func:`expand_counts_keep`) and
     their totals include the restart losses.  The rows are polished as many
     at a time as their trees fit in ``tree_cells`` (all of them, but for
@@ -1200,7 +1203,7 @@ def polish_rows_classes(rhoC, work, comm, mc, class_of, members, cls_start, rows
     ``stop``: as in :func:`polish_rows`.
     """
     S, C = rhoC.shape
-    replacing, pen, curC, current = _class_restart_args(restart, S, C, out_wj.shape[1])
+    replacing, pen, current, curC = restart_arrays(restart, S, C, out_wj.shape[1])
     nt = threads if threads > 0 else (os.cpu_count() or 1)
     want = max(rows.shape[0], 1)
     T, P = class_trees(S, C, want, None, tree_cells)
