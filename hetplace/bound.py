@@ -24,6 +24,7 @@ import time
 
 import numpy as np
 
+from ._cost import job_time
 from ._result import Result
 from ._validation import check_choice, check_positive_int, check_time_limit
 from .errors import MissingDependencyError
@@ -154,16 +155,14 @@ def _column_costs(problem, n, rates, keep, can_keep):
     """(S,): exact JCT of every job ``i`` with class counts ``n[i]`` (vectorised :func:`_column_cost`)."""
     S = problem.n_jobs
     idx = np.arange(S)
-    cost = problem.work / np.einsum("ic,ic->i", rates, n) + problem._cost(idx, n.sum(axis=1))
+    cost = job_time(problem, idx, np.einsum("ic,ic->i", rates, n), n.sum(axis=1))
     kept = can_keep & (n == keep).all(axis=1)
     return cost + np.where(kept, 0.0, problem.restart_cost)
 
 
 def _column_cost(problem, i, n, rates, keep_vec):
     """Exact JCT of job ``i`` with class counts ``n`` (restart loss included unless ``n`` is its kept vector)."""
-    N = int(n.sum())
-    X = float(rates[i] @ n)
-    cost = problem.work[i] / X + float(problem._cost(np.array([i]), np.array([N]))[0])
+    cost = float(job_time(problem, np.array([i]), np.array([float(rates[i] @ n)]), np.array([int(n.sum())]))[0])
     if problem.restart_cost[i] > 0 and not (keep_vec is not None and np.array_equal(n, keep_vec)):
         cost += float(problem.restart_cost[i])
     return cost
@@ -310,9 +309,7 @@ def _colgen(problem, time_limit, t0, max_classes=None, state=None):
         bad_class = ((rates <= 0).astype(np.int64) @ vec.T) > 0  # (S, V): a worker of an unusable class
         ok = (~bad_class) & (N[None, :] >= np.maximum(lo, 1)[:, None]) & (N[None, :] <= hi[:, None])
         with np.errstate(divide="ignore"):
-            comp = work[:, None] / X
-        comm = np.where(N[None, :] >= 2, coef[:, None] * 2.0 * (N[None, :] - 1) / np.maximum(N[None, :], 1), 0.0)
-        base = np.where(ok, comp + comm, np.inf)  # (S, V), no restart
+            base = np.where(ok, job_time(problem, np.arange(S)[:, None], X, N[None, :]), np.inf)  # (S, V), no restart
         kept_idx = np.full(S, -1)
         radix = np.cumprod(np.r_[1, (cap + 1)[::-1][:-1]])[::-1]
         for i in np.flatnonzero(can_keep):
