@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from .._cost import ring_fraction
 from .._validation import check_choice, check_positive_int, check_seed, is_real_scalar
 from ..errors import InvalidOptionError
 
@@ -473,7 +474,7 @@ def _comm_per_step(table, model, types):
         for n in table.gpu_counts:
             tn = table.steps_per_second(model, g, n) if n > 1 else 0.0
             if n > 1 and tn > 0 and t1 > 0:
-                xs.append(2.0 * (n - 1) / n)
+                xs.append(float(ring_fraction(n)))
                 ys.append(1.0 / tn - 1.0 / (n * t1))
         if xs and t1 > best:
             x, y = np.array(xs), np.array(ys)
