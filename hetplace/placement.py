@@ -367,18 +367,8 @@ class Placement:
             ref = float(reference)
         else:
             ref = None
-        if ref is None or not (0 < ref < math.inf):
-            raise InvalidOptionError(
-                f"reference must be a Placement, an ExactResult with a placement, or a positive, finite "
-                f"mean JCT in seconds; got {reference!r}."
-            )
-        gap = self.mean_jct / ref - 1.0
-        if not math.isfinite(gap):  # a reference near 0 (5e-324): the ratio overflows
-            raise InvalidOptionError(
-                f"reference = {ref!r} is too small for a relative gap to mean_jct = {self.mean_jct!r} "
-                "(the ratio overflows); pass a mean JCT in seconds."
-            )
-        return gap
+        return self._relative_gap(ref, "reference", "a Placement, an ExactResult with a placement, or a positive, "
+                                  "finite mean JCT in seconds", reference)
 
     def gap_to_bound(self, bound):
         """Certified gap ``mean_jct / bound - 1`` to a proven lower bound of the optimum.
@@ -408,15 +398,17 @@ class Placement:
             ref = float(bound)
         else:
             ref = None
+        return self._relative_gap(ref, "bound", "a BoundResult of hetplace.lower_bound or a positive, finite lower "
+                                  "bound on the optimal mean JCT in seconds", bound)
+
+    def _relative_gap(self, ref, name, expected, given):
+        """``mean_jct / ref - 1`` for the parameter ``name`` (``given``, read as ``ref``: a float or None)."""
         if ref is None or not (0 < ref < math.inf):
-            raise InvalidOptionError(
-                f"bound must be a BoundResult of hetplace.lower_bound or a positive, finite lower bound on "
-                f"the optimal mean JCT in seconds; got {bound!r}."
-            )
+            raise InvalidOptionError(f"{name} must be {expected}; got {given!r}.")
         gap = self.mean_jct / ref - 1.0
-        if not math.isfinite(gap):
+        if not math.isfinite(gap):  # a reference near 0 (5e-324): the ratio overflows
             raise InvalidOptionError(
-                f"bound = {ref!r} is too small for a relative gap to mean_jct = {self.mean_jct!r} "
+                f"{name} = {ref!r} is too small for a relative gap to mean_jct = {self.mean_jct!r} "
                 "(the ratio overflows); pass a mean JCT in seconds."
             )
         return gap
