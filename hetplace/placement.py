@@ -363,8 +363,6 @@ class Placement:
             ref = reference.mean_jct
         elif hasattr(reference, "objective") and hasattr(reference, "placement"):  # ExactResult (no import cycle)
             ref = reference.objective
-        elif is_real_scalar(reference):
-            ref = float(reference)
         else:
             ref = None
         return self._relative_gap(ref, "reference", "a Placement, an ExactResult with a placement, or a positive, "
@@ -392,17 +390,14 @@ class Placement:
             ``bound`` is none of these (a bool, a string, ``None``, 0, a
             negative number, NaN, inf).
         """
-        if hasattr(bound, "bound") and hasattr(bound, "status"):  # BoundResult (no import cycle)
-            ref = bound.bound
-        elif is_real_scalar(bound):
-            ref = float(bound)
-        else:
-            ref = None
+        ref = bound.bound if hasattr(bound, "bound") and hasattr(bound, "status") else None  # a BoundResult
         return self._relative_gap(ref, "bound", "a BoundResult of hetplace.lower_bound or a positive, finite lower "
                                   "bound on the optimal mean JCT in seconds", bound)
 
     def _relative_gap(self, ref, name, expected, given):
-        """``mean_jct / ref - 1`` for the parameter ``name`` (``given``, read as ``ref``: a float or None)."""
+        """``mean_jct / ref - 1`` for the parameter ``name``: ``ref`` read off a result, else ``given`` as a number."""
+        if ref is None and is_real_scalar(given):
+            ref = float(given)
         if ref is None or not (0 < ref < math.inf):
             raise InvalidOptionError(f"{name} must be {expected}; got {given!r}.")
         gap = self.mean_jct / ref - 1.0
