@@ -10,6 +10,10 @@ Methods
     Dynamic programme over "workers used per type" (docs/model.md §4.2).  Exact when
     every worker speed is 1; milliseconds for few types.  Numba kernel
     :func:`hetplace._core._dp_nb.type_dp` (compiled on first use, cached).
+``"pruned-dp"``
+    The type DP restricted by the configuration LP's Lagrangian bound
+    (:func:`hetplace.lower_bound`) and an incumbent (docs/model.md §4.9): exact,
+    for speeds 1, far beyond the plain DP's reach (K = 256, S = 32).
 ``"milp"``
     Mixed-integer linear programme solved by OR-Tools ``pywraplp`` with SCIP,
     CP-SAT or HiGHS.  Exact for per-worker speeds and communication.
@@ -18,7 +22,8 @@ Methods
     :func:`hetplace._core._brute.brute_force`); for tests on tiny instances.
 ``"auto"``
     ``"dp"`` when every speed is 1 and the DP work is at most
-    :data:`AUTO_DP_MAX_WORK` transitions, else ``"milp"``.
+    :data:`AUTO_DP_MAX_WORK` transitions, else ``"pruned-dp"`` when it applies,
+    else ``"milp"``.
 """
 
 import math
@@ -84,6 +89,9 @@ PRUNED_DP_MAX_CELLS = 200_000_000
 #: Most states one stage of ``method="pruned-dp"`` keeps; beyond it the call returns the
 #: incumbent with the Lagrangian bound (status ``"feasible"``).
 PRUNED_DP_MAX_STATES = 2_000_000
+#: Targets of ``method="pruned-dp"``'s rounds, as fractions of the way from the Lagrangian
+#: bound L to the incumbent's total U: a round keeps only what can reach ``L + f (U - L)``.
+_PRUNED_DP_TARGETS = (1 / 64, 1 / 8, 1.0)
 #: Largest DP work (transitions) that ``method="dp"`` accepts without a ``time_limit``:
 #: about 1-2 minutes at the measured 3-5.6 ns per transition (docs/model.md §4.7).
 #: Beyond it ``method="dp"`` raises unless ``time_limit`` bounds the call.
@@ -344,14 +352,18 @@ def solve_exact(
     Parameters
     ----------
     problem : Problem
-    method : {"auto", "dp", "milp", "brute"}, default "auto"
+    method : {"auto", "dp", "pruned-dp", "milp", "brute"}, default "auto"
         ``"auto"`` runs the type DP when every worker speed is 1 and its work
         ``n_jobs * prod_g (m_g+1)(m_g+2)/2`` is at most :data:`AUTO_DP_MAX_WORK`
-        (a threshold measured by ``benchmarks/bench_exact.py``), else the MILP.
-        ``result.method`` says which ran.
+        (a threshold measured by ``benchmarks/bench_exact.py``); above it, with
+        speeds 1, ``"pruned-dp"`` when its count vectors fit
+        :data:`PRUNED_DP_MAX_VECTORS` and :data:`PRUNED_DP_MAX_CELLS`; else the
+        MILP.  ``"pruned-dp"``: the type DP restricted by the configuration
+        LP's Lagrangian bound (:func:`hetplace.lower_bound`) and an incumbent
+        (docs/model.md §4.9).  ``result.method`` says which ran.
     solver : {"scip", "cp-sat", "highs"}, default "scip"
         MILP solver (case-insensitive; ``"cpsat"`` is accepted).  Ignored by
-        ``"dp"`` and ``"brute"``.
+        ``"dp"``, ``"pruned-dp"`` and ``"brute"``.
     time_limit : float, optional
         Seconds for the whole MILP call, measured from its start: the greedy
         incumbent, the model build (the clock is checked in every per-job
@@ -1491,80 +1503,99 @@ def _solve_pruned_dp(problem, t0, time_limit, verbose):
     cands = []
     for i in range(S):
         c = costs(i)
-        pick = np.flatnonzero(c + vpi - mins[i] <= (U - L) + tol)
-        cands.append((pick, c[pick]))
-    info["candidates"] = int(sum(p.size for p, _ in cands))
+        red = c + vpi - mins[i]
+        pick = np.flatnonzero(red <= (U - L) + tol)
+        srt = np.argsort(red[pick], kind="stable")
+        cands.append((pick[srt], c[pick][srt], red[pick][srt]))
+    info["candidates"] = int(sum(p.size for p, _, _ in cands))
     times["pricing"] = time.perf_counter() - t
     t = time.perf_counter()
 
-    # the DP over the surviving states, jobs with the fewest candidates first
-    order = np.argsort([p.size for p, _ in cands], kind="stable")
-    suffix = np.concatenate((np.cumsum(mins[order][::-1])[::-1], [0.0]))
-    s_idx = np.zeros(1, dtype=np.int64)
-    s_val = np.zeros(1)
-    s_dig = np.zeros((1, G), dtype=np.int64)
-    stages = []  # per stage: (parent position, candidate vector index) of every state
-    counts = []
-    for k, i in enumerate(order):
-        pick, cost = cands[i]
-        parts = []
-        for y, cy in zip(pick, cost):
-            dig = s_dig + vec[y]
-            fit = np.all(dig <= m, axis=1)
-            val = s_val + cy
-            bound = val + dig @ pi + suffix[k + 1] - pi @ m
-            ok = np.flatnonzero(fit & (bound <= U + tol))
-            if ok.size:
-                parts.append((s_idx[ok] + y, val[ok], ok, np.full(ok.size, y, dtype=np.int64)))
-            if time.perf_counter() > deadline:
-                break
-        if time.perf_counter() > deadline:
-            return _pruned_stop(problem, t0, time_limit, incumbent, lb, L, info, verbose, f"stage {k}")
-        if not parts:  # nothing beats the incumbent: it is optimal
-            s_idx = np.zeros(0, dtype=np.int64)
-            break
-        n_idx = np.concatenate([p[0] for p in parts])
-        n_val = np.concatenate([p[1] for p in parts])
-        n_par = np.concatenate([p[2] for p in parts])
-        n_y = np.concatenate([p[3] for p in parts])
-        srt = np.lexsort((n_val, n_idx))  # per state, the least value first (ties: any)
-        first = srt[np.r_[True, n_idx[srt][1:] != n_idx[srt][:-1]]]
-        s_idx, s_val = n_idx[first], n_val[first]
-        s_dig = (s_idx[:, None] // stride[None, :]) % radix[None, :]
-        stages.append((n_par[first], n_y[first]))
-        counts.append(int(first.size))
-        if first.size > PRUNED_DP_MAX_STATES:
-            info["stage_states"] = counts
-            return _pruned_stop(problem, t0, time_limit, incumbent, lb, L, info, verbose,
-                                f"stage {k}: {first.size:,} states above PRUNED_DP_MAX_STATES")
-    info["stage_states"] = counts
-    info["states"] = int(sum(counts))
-    times["dp"] = time.perf_counter() - t
-    placement = incumbent
-    if s_idx.size and len(stages) == S:
+    def sparse_dp(T):
+        """Best placement of total at most ``T`` (None if there is none), or a reason to stop."""
+        use = [int(np.searchsorted(red, (T - L) + tol, side="right")) for _, _, red in cands]
+        order = np.argsort(use, kind="stable")  # jobs with the fewest candidates first
+        suffix = np.concatenate((np.cumsum(mins[order][::-1])[::-1], [0.0]))
+        s_idx = np.zeros(1, dtype=np.int64)
+        s_val = np.zeros(1)
+        s_dig = np.zeros((1, G), dtype=np.int64)
+        stages = []  # per stage: (parent position, candidate vector index) of every state
+        counts = []
+        round_info = {"target": T / S, "candidates": int(sum(use)), "stage_states": counts}
+        rounds.append(round_info)
+        for k, i in enumerate(order):
+            pick, cost, _ = cands[i]
+            parts = []
+            for y, cy in zip(pick[:use[i]], cost[:use[i]]):
+                dig = s_dig + vec[y]
+                fit = np.all(dig <= m, axis=1)
+                val = s_val + cy
+                bound = val + dig @ pi + suffix[k + 1] - pi @ m
+                ok = np.flatnonzero(fit & (bound <= T + tol))
+                if ok.size:
+                    parts.append((s_idx[ok] + y, val[ok], ok, np.full(ok.size, y, dtype=np.int64)))
+                if time.perf_counter() > deadline:
+                    return f"time_limit at stage {k}"
+            if not parts:  # no placement of total at most T
+                return None
+            n_idx = np.concatenate([p[0] for p in parts])
+            n_val = np.concatenate([p[1] for p in parts])
+            n_par = np.concatenate([p[2] for p in parts])
+            n_y = np.concatenate([p[3] for p in parts])
+            srt = np.lexsort((n_val, n_idx))  # per state, the least value first (ties: any)
+            first = srt[np.r_[True, n_idx[srt][1:] != n_idx[srt][:-1]]]
+            s_idx, s_val = n_idx[first], n_val[first]
+            s_dig = (s_idx[:, None] // stride[None, :]) % radix[None, :]
+            stages.append((n_par[first], n_y[first]))
+            counts.append(int(first.size))
+            if first.size > PRUNED_DP_MAX_STATES:
+                return f"stage {k}: {first.size:,} states above PRUNED_DP_MAX_STATES"
         pos = int(np.argmin(s_val))
-        if s_val[pos] < U:
-            y = np.zeros((S, G), dtype=np.int64)
-            for k in range(S - 1, -1, -1):
-                par, ys = stages[k]
-                y[order[k]] = vec[ys[pos]]
-                pos = int(par[pos])
+        y = np.zeros((S, G), dtype=np.int64)
+        for k in range(S - 1, -1, -1):
+            par, ys = stages[k]
+            y[order[k]] = vec[ys[pos]]
+            pos = int(par[pos])
+        return y
+
+    # rounds of growing targets T between L and U: a round that finds a placement of total at
+    # most T found the optimum; one that finds none proves every total above T
+    rounds = info["rounds"] = []
+    proven = L
+    best = None
+    for frac in _PRUNED_DP_TARGETS:
+        T = L + (U - L) * frac if frac < 1 else U
+        if T <= proven:
+            continue
+        out = sparse_dp(T)
+        if isinstance(out, str):
+            info["states"] = int(sum(sum(r["stage_states"]) for r in rounds))
+            return _pruned_stop(problem, t0, time_limit, incumbent, lb, proven, info, verbose, out)
+        if out is not None:
+            best = out
+            break
+        proven = T - tol
+    info["states"] = int(sum(sum(r["stage_states"]) for r in rounds))
+    times["dp"] = time.perf_counter() - t
+    placement = evaluate(problem, incumbent.worker_job, method="exact", info=info)
+    if best is not None:
+        found = evaluate(problem, realise_counts(problem, best, members), method="exact", info=info)
+        if found.mean_jct < placement.mean_jct:
             info["incumbent"] = "pruned-dp"
-            placement = evaluate(problem, realise_counts(problem, y, members), method="exact", info=info)
-            if placement.mean_jct > incumbent.mean_jct:  # pragma: no cover - rounding only
-                placement = incumbent
-    if placement is incumbent:
-        placement = evaluate(problem, incumbent.worker_job, method="exact", info=info)
+            placement = found
     wall = time.perf_counter() - t0
     if verbose:
-        print(f"pruned type DP: {info['candidates']:,} candidate vectors, {info.get('states', 0):,} states, {wall:.3f} s")
+        print(f"pruned type DP: {info['candidates']:,} candidate vectors, {info['states']:,} states, {wall:.3f} s")
     return ExactResult("optimal", "optimal (type DP pruned by the configuration LP's Lagrangian bound)", placement,
                        placement.mean_jct, wall, "pruned-dp", "pruned-dp", info)
 
 
-def _pruned_stop(problem, t0, time_limit, incumbent, lb, L, info, verbose, where):
-    """The incumbent with the best bound when the pruned DP stops unfinished (time or states)."""
-    bound = lb.bound if L is None else max(lb.bound, L / problem.n_jobs * (1 - 1e-12))
+def _pruned_stop(problem, t0, time_limit, incumbent, lb, proven, info, verbose, where):
+    """The incumbent with the best bound when the pruned DP stops unfinished (time or states).
+
+    ``proven``: a total no placement is below (the Lagrangian bound, or a target a
+    finished round excluded), or None."""
+    bound = lb.bound if proven is None else max(lb.bound, proven / problem.n_jobs * (1 - 1e-12))
     placement = evaluate(problem, incumbent.worker_job, method="exact", info=info)
     msg = (f"the pruned type DP stopped ({where}; time_limit={time_limit}); the placement returned is "
            f"the {info['incumbent']} incumbent and the bound the configuration LP's")
