@@ -104,3 +104,18 @@ def test_refuses_per_worker_speeds_and_too_many_vectors(monkeypatch):
     with pytest.raises(InvalidOptionError, match=r"method='pruned-dp' prices every job's prod\(type_counts \+ 1\) "
                        r"= 20 count vectors .*PRUNED_DP_MAX_VECTORS = 10 .*Use method='milp'"):
         solve_exact(q, method="pruned-dp")
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_rounds_targets_rise_and_bracket_the_optimum(seed):
+    p = gavel_problem(seed, 32, 8)
+    opt = solve_exact(p, method="dp").objective
+    res = solve_exact(p, method="pruned-dp")
+    rounds = res.info["rounds"]
+    targets = [r["target"] for r in rounds]  # none when the incumbent meets the Lagrangian bound
+    assert targets == sorted(targets) and all(t >= res.info["lagrangian_bound"] for t in targets)
+    assert res.info["lagrangian_bound"] <= opt * (1 + REL)
+    for r in rounds[:-1]:  # found nothing: the optimum is above their targets
+        assert opt >= r["target"] * (1 - REL)
+    assert res.objective == pytest.approx(opt, rel=REL)
+    assert res.info["states"] == sum(sum(r["stage_states"]) for r in rounds)
