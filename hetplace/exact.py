@@ -37,6 +37,7 @@ from .errors import InvalidOptionError, InvalidProblemTypeError, MissingDependen
 from . import _interrupt
 from ._result import Result
 from ._validation import check_time_limit
+from ._incumbent import _incumbent, _smp_seed0, _trimmed  # noqa: F401 - _trimmed: tests use exact._trimmed
 from .placement import current_counts, evaluate, is_feasible, realise_counts
 from .problem import Problem
 
@@ -730,37 +731,6 @@ def _check_clock(deadline):
         raise _BudgetSpent
 
 
-def _incumbent(problem):
-    """A feasible placement to start from: the greedy baseline, trimmed to ``max_workers``.
-
-    Every valid Problem has one (it validates coverability), so this is the
-    witness against any "infeasible" claim, the upper bound that prunes the MILP
-    and the cross-check of every "optimal" one.  With running jobs the
-    keep-greedy baseline (every job that can keeps its workers, the others
-    are placed greedily on the rest) is tried too and the better one returned.
-    """
-    from .baselines import greedy_placement, keep_greedy_placement
-
-    best = _trimmed(problem, greedy_placement(problem))
-    if problem.replacing:
-        kept = _trimmed(problem, keep_greedy_placement(problem))
-        if kept.mean_jct < best.mean_jct:
-            best = kept
-    return best
-
-
-def _trimmed(problem, worker_job):
-    """``worker_job`` with every job cut to its ``max_workers`` fastest workers, evaluated."""
-    worker_job = np.array(worker_job, dtype=np.int64)
-    rho = problem.worker_throughput
-    for i in np.flatnonzero(np.bincount(worker_job[worker_job >= 0], minlength=problem.n_jobs)
-                            > problem.max_workers):
-        mine = np.flatnonzero(worker_job == i)
-        slow = mine[np.argsort(-rho[i, mine], kind="stable")][int(problem.max_workers[i]):]
-        worker_job[slow] = -1  # keep the job's max_workers fastest workers
-    return evaluate(problem, worker_job, method="exact")
-
-
 def _improve_by_moves(problem, placement, rel, deadline=math.inf, max_steps=100):
     """Local search from ``placement``: single-worker moves, and swaps when ``K <= 256``.
 
@@ -1441,7 +1411,6 @@ def _solve_pruned_dp(problem, t0, time_limit, verbose):
     total minus the Lagrangian bound is never tried.  What survives is searched
     exactly, so the result is the optimum (or the incumbent, proven optimal).
     """
-    from .api import place
     from .bound import lower_bound
 
     deadline = math.inf if time_limit is None else t0 + time_limit
@@ -1463,7 +1432,7 @@ def _solve_pruned_dp(problem, t0, time_limit, verbose):
     lb = lower_bound(problem, time_limit=left())
     times["bound"] = time.perf_counter() - t
     info["bound_status"] = lb.status
-    incumbent = place(problem, method="smp", seed=0)
+    incumbent = _smp_seed0(problem)
     info["incumbent"] = "smp"
     if lb.placement is not None and lb.placement.mean_jct < incumbent.mean_jct:
         incumbent, info["incumbent"] = lb.placement, "greedy"
