@@ -5,6 +5,7 @@ Run (from the repository root)::
     pytest benchmarks/bench_pruned_dp.py --benchmark-columns=median,min,max
     python benchmarks/bench_pruned_dp.py                    # the table of docs/model.md §4.9
     python benchmarks/bench_pruned_dp.py 256 32 0,1,2 60    # one row: K S seeds [time_limit]
+    python benchmarks/bench_pruned_dp.py dp 128 16 0,1,2,3  # against the plain type DP (minutes)
 
 Instances: ``hetplace.instances.gavel_instance(seed, K, S, gavel_path())`` (speeds 1),
 built outside the timed call; the JIT and OR-Tools are warmed up first.  Each result is
@@ -69,9 +70,25 @@ def _row(K, S, seeds, time_limit):
           f"{times[-1]:.2f} s | {max(cands):,} | {max(states):,} |", flush=True)
 
 
+def _against_dp(K, S, seeds):
+    for seed in seeds:
+        problem = gavel_instance(seed, K, S, gavel_path())
+        t = time.perf_counter()
+        res = hetplace.solve_exact(problem, method="pruned-dp")
+        a = time.perf_counter() - t
+        t = time.perf_counter()
+        dp = hetplace.solve_exact(problem, method="dp", time_limit=600)
+        b = time.perf_counter() - t
+        print(f"K={K} S={S} seed {seed}: pruned-dp {res.status} {res.objective!r} in {a:.2f} s; "
+              f"dp {dp.status} {dp.objective!r} in {b:.1f} s; relative difference "
+              f"{res.objective / dp.objective - 1:.1e}", flush=True)
+
+
 if __name__ == "__main__":
     _warm()
-    if len(sys.argv) > 1:
+    if len(sys.argv) > 1 and sys.argv[1] == "dp":
+        _against_dp(int(sys.argv[2]), int(sys.argv[3]), [int(s) for s in sys.argv[4].split(",")])
+    elif len(sys.argv) > 1:
         K, S = int(sys.argv[1]), int(sys.argv[2])
         seeds = [int(s) for s in sys.argv[3].split(",")] if len(sys.argv) > 3 else list(range(10))
         _row(K, S, seeds, float(sys.argv[4]) if len(sys.argv) > 4 else TIME_LIMIT)
