@@ -84,7 +84,7 @@ DP_MAX_TABLE = 100_000_000
 AUTO_DP_MAX_WORK = 2_000_000_000
 #: ``method="pruned-dp"`` prices every count vector ``prod(type_counts + 1)`` of every job
 #: (twice, one job at a time: a few (V,) arrays): at most this many vectors, and
-#: ``n_jobs * vectors`` at most :data:`PRUNED_DP_MAX_CELLS` (about 1 s per 3e7 cells).
+#: ``n_jobs * vectors`` at most :data:`PRUNED_DP_MAX_CELLS` (measured: about 1 s per 1e7 cells).
 PRUNED_DP_MAX_VECTORS = 2_000_000
 PRUNED_DP_MAX_CELLS = 200_000_000
 #: Most states one stage of ``method="pruned-dp"`` keeps; beyond it the call returns the
