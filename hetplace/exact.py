@@ -92,7 +92,7 @@ PRUNED_DP_MAX_CELLS = 200_000_000
 PRUNED_DP_MAX_STATES = 2_000_000
 #: Targets of ``method="pruned-dp"``'s rounds, as fractions of the way from the Lagrangian
 #: bound L to the incumbent's total U: a round keeps only what can reach ``L + f (U - L)``.
-_PRUNED_DP_TARGETS = (1 / 64, 1 / 8, 1.0)
+_PRUNED_DP_TARGETS = (1 / 64, 1 / 16, 1 / 4, 1 / 2, 1.0)
 #: Largest DP work (transitions) that ``method="dp"`` accepts without a ``time_limit``:
 #: about 1-2 minutes at the measured 3-5.6 ns per transition (docs/model.md §4.7).
 #: Beyond it ``method="dp"`` raises unless ``time_limit`` bounds the call.
