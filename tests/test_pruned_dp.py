@@ -6,6 +6,8 @@ MILP wherever they run, with restarts, size bounds and down workers; and when it
 """
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import hetplace.exact as exact
 from hetplace import InvalidOptionError, Problem, solve_exact
@@ -26,6 +28,16 @@ def _agrees(p, ref):
 @pytest.mark.parametrize("seed", seeds(40, 12))
 def test_matches_brute_force_on_tiny_instances(seed):
     p = tiny_random(seed, speeds=False)
+    _agrees(p, solve_exact(p, method="brute"))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(K=st.integers(1, 6), S=st.integers(1, 4), G=st.integers(1, 3), comm=st.booleans(),
+       seed=st.integers(0, 2**32 - 1))
+def test_matches_brute_force_property(K, S, G, comm, seed):
+    if S > K or G > K:
+        return
+    p = tiny_random(seed, n_workers=K, n_jobs=S, n_types=G, comm=comm, speeds=False)
     _agrees(p, solve_exact(p, method="brute"))
 
 
