@@ -347,7 +347,7 @@ def _colgen(problem, time_limit, t0, max_classes=None, state=None):
     master = _Master(S, cap, big)
     placement = None
     if S * (problem.n_workers + 1) <= _INCUMBENT_MAX_CELLS:
-        from .exact import _incumbent
+        from ._incumbent import _incumbent
 
         placement = _incumbent(problem)
         seed_counts = _class_counts(placement.worker_job, members, S)
@@ -365,9 +365,9 @@ def _colgen(problem, time_limit, t0, max_classes=None, state=None):
         # columns bring the LP's duals near their optimum within a few iterations (measured:
         # speeds K = 16384, S = 1024 in 58 iterations instead of 90, the bound within 0.05 % of
         # the LP value from the 18th instead of the 80th), and it is the placement returned
-        from .api import place
+        from ._incumbent import _smp_seed0
 
-        smp = place(problem, method="smp", seed=0)
+        smp = _smp_seed0(problem)
         if placement is None or smp.mean_jct < placement.mean_jct:
             placement = smp
         sc = _class_counts(smp.worker_job, members, S)

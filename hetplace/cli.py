@@ -4,10 +4,13 @@ Commands
 --------
 ``hetplace`` / ``hetplace run``
     Place the embedded default instance (method ``smp`` unless ``--method``)
-    and print the table and the gap to the exact optimum.
+    and print the table, the gap to the exact optimum and the certified gap to
+    the proven lower bound (:func:`hetplace.lower_bound`, at most
+    :data:`BOUND_TIME_LIMIT` seconds).
 ``hetplace place --cluster cluster.toml --jobs jobs.csv``
     Place the jobs of a CSV file on the cluster of a TOML file (formats:
-    :mod:`hetplace.io`) and print or write the placement with per-worker shares.
+    :mod:`hetplace.io`) and print or write the placement with per-worker shares
+    and its certified gap (``--no-bound`` skips it).
 ``hetplace bench``
     Sweep instance families x sizes x methods x seeds (:mod:`hetplace.bench`)
     and write CSV, JSON, a Markdown summary and PNG plots.
@@ -28,7 +31,11 @@ import shlex
 import sys
 from pathlib import Path
 
-__all__ = ["main"]
+__all__ = ["main", "BOUND_TIME_LIMIT"]
+
+#: Seconds the commands give :func:`hetplace.lower_bound` for the certified gap of their
+#: placement; the bound is valid whenever it stops (docs/model.md §4.8), only looser.
+BOUND_TIME_LIMIT = 2.0
 
 
 
@@ -75,11 +82,16 @@ def _build_parser():
         "With no command, places the embedded default instance and compares with the exact optimum.",
     )
 
+    def bound_option(p):
+        p.add_argument("--no-bound", action="store_true",
+                       help=f"skip the certified gap (to hetplace.lower_bound, at most {BOUND_TIME_LIMIT:g} s)")
+
     def run_options(p):
         p.add_argument("--method", default=None, choices=methods, help="placement method (default: smp)")
         p.add_argument("--seed", type=int, default=0, help="seed of randomised methods (default 0)")
         p.add_argument("--json", action="store_true", help="print the placement as JSON")
         p.add_argument("--no-exact", action="store_true", help="skip the exact optimum (and the gap)")
+        bound_option(p)
 
     run_options(parser)
     sub = parser.add_subparsers(dest="command", metavar="{run,place,bench,simulate}")
@@ -100,6 +112,7 @@ def _build_parser():
     pl.add_argument("--json", action="store_true", help="JSON output (also chosen by --out FILE.json)")
     pl.add_argument("--out", metavar="FILE", help="write the placement to FILE instead of stdout "
                     "(.json: JSON, .csv: one line per worker, else text)")
+    bound_option(pl)
 
     b = sub.add_parser(
         "bench", help="sweep families x sizes x methods x seeds; write CSV/JSON/PNG",
@@ -189,6 +202,26 @@ def _window(text):
 
 
 # ------------------------------------------------------------------ run
+def _certify(placement, skip):
+    """The lower bound of ``placement``'s problem within :data:`BOUND_TIME_LIMIT` s, or None when skipped."""
+    if skip:
+        return None
+    from .bound import lower_bound
+
+    return lower_bound(placement.problem, time_limit=BOUND_TIME_LIMIT)
+
+
+def _bound_doc(placement, bound):
+    return {"bound": bound.bound, "status": bound.status, "method": bound.method, "wall_time": bound.wall_time,
+            "time_limit": BOUND_TIME_LIMIT, "certified_gap": placement.gap_to_bound(bound)}
+
+
+def _bound_line(placement, bound):
+    return (f"certified gap {placement.gap_to_bound(bound) * 100:.3f} % (the true gap is at most this): to the "
+            f"proven lower bound {bound.bound:.1f} s of hetplace.lower_bound ({bound.status}, "
+            f"{bound.wall_time * 1e3:.1f} ms, time limit {BOUND_TIME_LIMIT:g} s)\n")
+
+
 def _run(args, out):
     from .api import place
     from .data import default_problem
@@ -201,8 +234,11 @@ def _run(args, out):
         from .exact import solve_exact
 
         exact = solve_exact(problem)
+    bound = _certify(placement, args.no_bound)
     if args.json:
         doc = placement.to_dict()
+        if bound is not None:
+            doc["bound"] = _bound_doc(placement, bound)
         if exact is not None:
             doc["exact"] = {
                 "status": exact.status, "objective": exact.objective, "bound": exact.bound,
@@ -220,6 +256,8 @@ def _run(args, out):
             f"exact optimum ({exact.method}, {exact.status}) mean JCT {exact.objective:.1f} s in "
             f"{exact.wall_time * 1e3:.1f} ms -> gap of {method}: {gap * 100:.3f} %\n"
         )
+    if bound is not None:
+        out.write(_bound_line(placement, bound))
     return 0
 
 
@@ -263,12 +301,18 @@ def _place(args, out):
     if args.json:
         doc = placement.to_dict()
         doc["inputs"] = {"cluster": str(args.cluster), "jobs": str(args.jobs), "seed": args.seed}
+        bound = _certify(placement, args.no_bound)
+        if bound is not None:
+            doc["bound"] = _bound_doc(placement, bound)
         json.dump(doc, out, indent=2)
         out.write("\n")
         return 0
     choice = f" (auto -> {placement.info['auto_choice']})" if "auto_choice" in placement.info else ""
     out.write(f"{problem!r}\n\n{placement.format_table(workers=False)}\n\n{_format_workers(placement)}\n")
     out.write(f"method {args.method}{choice}, decision time {placement.info['wall_time'] * 1e3:.2f} ms\n")
+    bound = _certify(placement, args.no_bound)
+    if bound is not None:
+        out.write(_bound_line(placement, bound))
     return 0
 
 

@@ -10,6 +10,10 @@ Methods
     Dynamic programme over "workers used per type" (docs/model.md §4.2).  Exact when
     every worker speed is 1; milliseconds for few types.  Numba kernel
     :func:`hetplace._core._dp_nb.type_dp` (compiled on first use, cached).
+``"pruned-dp"``
+    The type DP restricted by the configuration LP's Lagrangian bound
+    (:func:`hetplace.lower_bound`) and an incumbent (docs/model.md §4.9): exact,
+    for speeds 1, far beyond the plain DP's reach (K = 256, S = 32).
 ``"milp"``
     Mixed-integer linear programme solved by OR-Tools ``pywraplp`` with SCIP,
     CP-SAT or HiGHS.  Exact for per-worker speeds and communication.
@@ -18,7 +22,8 @@ Methods
     :func:`hetplace._core._brute.brute_force`); for tests on tiny instances.
 ``"auto"``
     ``"dp"`` when every speed is 1 and the DP work is at most
-    :data:`AUTO_DP_MAX_WORK` transitions, else ``"milp"``.
+    :data:`AUTO_DP_MAX_WORK` transitions, else ``"pruned-dp"`` when it applies,
+    else ``"milp"``.
 """
 
 import math
@@ -33,6 +38,7 @@ from . import _interrupt
 from ._cost import job_time, price
 from ._result import Result
 from ._validation import check_time_limit
+from ._incumbent import _incumbent, _smp_seed0, _trimmed  # noqa: F401 - _trimmed: tests use exact._trimmed
 from .placement import current_counts, evaluate, is_feasible, realise_counts
 from .problem import Problem
 
@@ -49,9 +55,12 @@ __all__ = [
     "DP_MAX_WORK",
     "BRUTE_MAX_ASSIGNMENTS",
     "MILP_MAX_CELLS",
+    "PRUNED_DP_MAX_VECTORS",
+    "PRUNED_DP_MAX_CELLS",
+    "PRUNED_DP_MAX_STATES",
 ]
 
-METHODS = ("auto", "dp", "milp", "brute")
+METHODS = ("auto", "dp", "pruned-dp", "milp", "brute")
 #: accepted ``solver`` spellings (case-insensitive) -> (OR-Tools id, display name)
 SOLVERS = {
     "scip": ("SCIP", "SCIP"),
@@ -74,6 +83,17 @@ DP_MAX_TABLE = 100_000_000
 #: MILP can take minutes (measured in docs/results.md §5;
 #: ``pytest benchmarks/bench_exact.py -k auto_threshold``).
 AUTO_DP_MAX_WORK = 2_000_000_000
+#: ``method="pruned-dp"`` prices every count vector ``prod(type_counts + 1)`` of every job
+#: (twice, one job at a time: a few (V,) arrays): at most this many vectors, and
+#: ``n_jobs * vectors`` at most :data:`PRUNED_DP_MAX_CELLS` (measured: about 1 s per 1e7 cells).
+PRUNED_DP_MAX_VECTORS = 2_000_000
+PRUNED_DP_MAX_CELLS = 200_000_000
+#: Most states one stage of ``method="pruned-dp"`` keeps; beyond it the call returns the
+#: incumbent with the Lagrangian bound (status ``"feasible"``).
+PRUNED_DP_MAX_STATES = 2_000_000
+#: Targets of ``method="pruned-dp"``'s rounds, as fractions of the way from the Lagrangian
+#: bound L to the incumbent's total U: a round keeps only what can reach ``L + f (U - L)``.
+_PRUNED_DP_TARGETS = (1 / 64, 1 / 16, 1 / 4, 1 / 2, 1.0)
 #: Largest DP work (transitions) that ``method="dp"`` accepts without a ``time_limit``:
 #: about 1-2 minutes at the measured 3-5.6 ns per transition (docs/model.md §4.7).
 #: Beyond it ``method="dp"`` raises unless ``time_limit`` bounds the call.
@@ -278,17 +298,25 @@ def dp_size(problem):
     return states, work
 
 
-def _dp_refusal(problem):
-    """Why the DP cannot run on ``problem`` (None when it can)."""
+def _speed_refusal(problem, method):
+    """Why a type DP (``method``) cannot run on ``problem``'s per-worker speeds (None when all are 1)."""
     slow = np.flatnonzero(problem.available & (problem.worker_speed != 1.0))
     if slow.size:
         k = int(slow[0])
         return (
-            "method='dp' needs every worker_speed to be 1 (then workers of one type are "
+            f"method='{method}' needs every worker_speed to be 1 (then workers of one type are "
             "interchangeable, docs/model.md §2.3); this problem has per-worker speeds (worker "
             f"{k} has speed {float(problem.worker_speed[k])!r}). Use method='milp' (exact for "
             "per-worker speeds) or method='auto'."
         )
+    return None
+
+
+def _dp_refusal(problem):
+    """Why the DP cannot run on ``problem`` (None when it can)."""
+    why = _speed_refusal(problem, "dp")
+    if why is not None:
+        return why
     states, _ = dp_size(problem)
     if states > DP_MAX_STATES or states * problem.n_jobs > DP_MAX_TABLE:
         return (
@@ -328,14 +356,18 @@ def solve_exact(
     Parameters
     ----------
     problem : Problem
-    method : {"auto", "dp", "milp", "brute"}, default "auto"
+    method : {"auto", "dp", "pruned-dp", "milp", "brute"}, default "auto"
         ``"auto"`` runs the type DP when every worker speed is 1 and its work
         ``n_jobs * prod_g (m_g+1)(m_g+2)/2`` is at most :data:`AUTO_DP_MAX_WORK`
-        (a threshold measured by ``benchmarks/bench_exact.py``), else the MILP.
-        ``result.method`` says which ran.
+        (a threshold measured by ``benchmarks/bench_exact.py``); above it, with
+        speeds 1, ``"pruned-dp"`` when its count vectors fit
+        :data:`PRUNED_DP_MAX_VECTORS` and :data:`PRUNED_DP_MAX_CELLS`; else the
+        MILP.  ``"pruned-dp"``: the type DP restricted by the configuration
+        LP's Lagrangian bound (:func:`hetplace.lower_bound`) and an incumbent
+        (docs/model.md §4.9).  ``result.method`` says which ran.
     solver : {"scip", "cp-sat", "highs"}, default "scip"
         MILP solver (case-insensitive; ``"cpsat"`` is accepted).  Ignored by
-        ``"dp"`` and ``"brute"``.
+        ``"dp"``, ``"pruned-dp"`` and ``"brute"``.
     time_limit : float, optional
         Seconds for the whole MILP call, measured from its start: the greedy
         incumbent, the model build (the clock is checked in every per-job
@@ -489,6 +521,10 @@ def solve_exact(
             why = _dp_work_refusal(problem)
         if why is not None:
             raise InvalidOptionError(why)
+    elif method == "pruned-dp":
+        why = _pruned_dp_refusal(problem)
+        if why is not None:
+            raise InvalidOptionError(why)
     elif method == "brute":
         n = (problem.n_jobs + 1) ** problem.n_workers
         if n > BRUTE_MAX_ASSIGNMENTS:
@@ -502,9 +538,13 @@ def solve_exact(
         method = "milp"
         if _dp_refusal(problem) is None and dp_size(problem)[1] <= AUTO_DP_MAX_WORK:
             method = "dp"
+        elif _pruned_dp_refusal(problem) is None:
+            method = "pruned-dp"
 
     if method == "dp":
         return _solve_dp(problem, t0, time_limit, verbose)
+    if method == "pruned-dp":
+        return _solve_pruned_dp(problem, t0, time_limit, verbose)
     if method == "brute":
         return _solve_brute(problem, t0, time_limit, verbose)
     return _solve_milp(problem, solver, time_limit, threads, verbose, t0)
@@ -692,37 +732,6 @@ class _BudgetSpent(Exception):
 def _check_clock(deadline):
     if time.perf_counter() > deadline:
         raise _BudgetSpent
-
-
-def _incumbent(problem):
-    """A feasible placement to start from: the greedy baseline, trimmed to ``max_workers``.
-
-    Every valid Problem has one (it validates coverability), so this is the
-    witness against any "infeasible" claim, the upper bound that prunes the MILP
-    and the cross-check of every "optimal" one.  With running jobs the
-    keep-greedy baseline (every job that can keeps its workers, the others
-    are placed greedily on the rest) is tried too and the better one returned.
-    """
-    from .baselines import greedy_placement, keep_greedy_placement
-
-    best = _trimmed(problem, greedy_placement(problem))
-    if problem.replacing:
-        kept = _trimmed(problem, keep_greedy_placement(problem))
-        if kept.mean_jct < best.mean_jct:
-            best = kept
-    return best
-
-
-def _trimmed(problem, worker_job):
-    """``worker_job`` with every job cut to its ``max_workers`` fastest workers, evaluated."""
-    worker_job = np.array(worker_job, dtype=np.int64)
-    rho = problem.worker_throughput
-    for i in np.flatnonzero(np.bincount(worker_job[worker_job >= 0], minlength=problem.n_jobs)
-                            > problem.max_workers):
-        mine = np.flatnonzero(worker_job == i)
-        slow = mine[np.argsort(-rho[i, mine], kind="stable")][int(problem.max_workers[i]):]
-        worker_job[slow] = -1  # keep the job's max_workers fastest workers
-    return evaluate(problem, worker_job, method="exact")
 
 
 def _improve_by_moves(problem, placement, rel, deadline=math.inf):
@@ -1336,3 +1345,194 @@ def _verify(problem, placement, status, msg, milp_objective, bound, incumbent, t
     elif best is not placement:
         msg += "; the greedy baseline beat the solver's incumbent and is returned"
     return best, status, msg
+
+
+# ---------------------------------------------------------------- pruned type DP
+def _pruned_dp_refusal(problem):
+    """Why ``method="pruned-dp"`` cannot run on ``problem`` (None when it can)."""
+    why = _speed_refusal(problem, "pruned-dp")
+    if why is not None:
+        return why
+    vectors, _ = dp_size(problem)
+    if vectors > PRUNED_DP_MAX_VECTORS or vectors * problem.n_jobs > PRUNED_DP_MAX_CELLS:
+        return (
+            f"method='pruned-dp' prices every job's prod(type_counts + 1) = {vectors:,} count vectors "
+            f"(n_jobs * vectors = {vectors * problem.n_jobs:,}); the caps are PRUNED_DP_MAX_VECTORS = "
+            f"{PRUNED_DP_MAX_VECTORS:,} and PRUNED_DP_MAX_CELLS = {PRUNED_DP_MAX_CELLS:,}. "
+            "Use method='milp' (or method='auto')."
+        )
+    return None
+
+
+def _solve_pruned_dp(problem, t0, time_limit, verbose):
+    """The type DP restricted by the configuration LP's Lagrangian bound (docs/model.md §4.9).
+
+    With prices ``pi >= 0`` on the types (:func:`hetplace.lower_bound`'s best),
+    every placement's total JCT is at least
+    ``sum_{i done} c_i(y_i) + sum_{j left} min_n [c_j(n) + pi . n] - pi . (m - used)``;
+    a DP state whose value makes this exceed the incumbent's total cannot lead to
+    a better placement and is dropped, and a job's vector ``y`` whose reduced
+    cost ``c_i(y) + pi . y - min_n [c_i(n) + pi . n]`` exceeds the incumbent's
+    total minus the Lagrangian bound is never tried.  What survives is searched
+    exactly, so the result is the optimum (or the incumbent, proven optimal).
+    """
+    from .bound import lower_bound
+
+    deadline = math.inf if time_limit is None else t0 + time_limit
+    S, G = problem.n_jobs, problem.n_types
+    m = np.asarray(problem.available_counts, dtype=np.int64)
+    radix = m + 1
+    stride = np.cumprod(np.concatenate(([1], radix[:-1]))).astype(np.int64)
+    members = [np.flatnonzero((problem.worker_type == g) & problem.available) for g in range(G)]
+    penalty, keep = _dp_keep(problem, members, stride)
+    V = int(np.prod(radix))
+    info = {"vectors": V}
+
+    def left():
+        return None if time_limit is None else max(deadline - time.perf_counter(), 1e-3)
+
+    # the bound's prices, and the incumbent: SMP's placement or the bound's (greedy), the better
+    times = info["seconds"] = {}
+    t = time.perf_counter()
+    lb = lower_bound(problem, time_limit=left())
+    times["bound"] = time.perf_counter() - t
+    info["bound_status"] = lb.status
+    incumbent = _smp_seed0(problem)
+    info["incumbent"] = "smp"
+    if lb.placement is not None and lb.placement.mean_jct < incumbent.mean_jct:
+        incumbent, info["incumbent"] = lb.placement, "greedy"
+    pi = np.zeros(G)
+    prices = lb.info.get("prices")
+    if prices is not None and not lb.info.get("rounded"):
+        for g, price in zip(prices["type"], prices["price"]):
+            pi[g] = max(float(price), 0.0)  # any pi >= 0 gives a valid bound
+    U = float(incumbent.mean_jct) * S
+    tol = 1e-9 * abs(U)  # float rounding of the sums below
+
+    # every job's reduced costs over all count vectors: its minimum, then its candidates
+    idx = np.arange(V, dtype=np.int64)
+    vec = (idx[:, None] // stride[None, :]) % radix[None, :]  # (V, G), type 0 least significant
+    size = vec.sum(axis=1)
+    vpi = vec @ pi
+    rho = np.asarray(problem.throughput, dtype=np.float64)
+
+    def costs(i):
+        X = vec @ rho[i]
+        unusable = (vec[:, rho[i] <= 0].sum(axis=1) > 0) | (size == 0)
+        with np.errstate(divide="ignore"):
+            c = job_time(problem, np.full(V, i), X, size)
+        c = np.where(unusable, np.inf, c)
+        if penalty[i] != 0.0:
+            c = c + np.where(idx == keep[i], 0.0, penalty[i])
+        return c
+
+    t = time.perf_counter()
+    mins = np.empty(S)
+    for i in range(S):
+        if time.perf_counter() > deadline:
+            return _pruned_stop(problem, t0, time_limit, incumbent, lb, None, info, verbose, "pricing")
+        mins[i] = float(np.min(costs(i) + vpi))
+    L = float(mins.sum() - pi @ m)
+    info["lagrangian_bound"] = L / S
+    cands = []
+    for i in range(S):
+        c = costs(i)
+        red = c + vpi - mins[i]
+        pick = np.flatnonzero(red <= (U - L) + tol)
+        srt = np.argsort(red[pick], kind="stable")
+        cands.append((pick[srt], c[pick][srt], red[pick][srt]))
+    info["candidates"] = int(sum(p.size for p, _, _ in cands))
+    times["pricing"] = time.perf_counter() - t
+    t = time.perf_counter()
+
+    def sparse_dp(T):
+        """Best placement of total at most ``T`` (None if there is none), or a reason to stop."""
+        use = [int(np.searchsorted(red, (T - L) + tol, side="right")) for _, _, red in cands]
+        order = np.argsort(use, kind="stable")  # jobs with the fewest candidates first
+        suffix = np.concatenate((np.cumsum(mins[order][::-1])[::-1], [0.0]))
+        s_idx = np.zeros(1, dtype=np.int64)
+        s_val = np.zeros(1)
+        s_dig = np.zeros((1, G), dtype=np.int64)
+        stages = []  # per stage: (parent position, candidate vector index) of every state
+        counts = []
+        round_info = {"target": T / S, "candidates": int(sum(use)), "stage_states": counts}
+        rounds.append(round_info)
+        for k, i in enumerate(order):
+            pick, cost, _ = cands[i]
+            parts = []
+            for y, cy in zip(pick[:use[i]], cost[:use[i]]):
+                dig = s_dig + vec[y]
+                fit = np.all(dig <= m, axis=1)
+                val = s_val + cy
+                bound = val + dig @ pi + suffix[k + 1] - pi @ m
+                ok = np.flatnonzero(fit & (bound <= T + tol))
+                if ok.size:
+                    parts.append((s_idx[ok] + y, val[ok], ok, np.full(ok.size, y, dtype=np.int64)))
+                if time.perf_counter() > deadline:
+                    return f"time_limit at stage {k}"
+            if not parts:  # no placement of total at most T
+                return None
+            n_idx = np.concatenate([p[0] for p in parts])
+            n_val = np.concatenate([p[1] for p in parts])
+            n_par = np.concatenate([p[2] for p in parts])
+            n_y = np.concatenate([p[3] for p in parts])
+            srt = np.lexsort((n_val, n_idx))  # per state, the least value first (ties: any)
+            first = srt[np.r_[True, n_idx[srt][1:] != n_idx[srt][:-1]]]
+            s_idx, s_val = n_idx[first], n_val[first]
+            s_dig = (s_idx[:, None] // stride[None, :]) % radix[None, :]
+            stages.append((n_par[first], n_y[first]))
+            counts.append(int(first.size))
+            if first.size > PRUNED_DP_MAX_STATES:
+                return f"stage {k}: {first.size:,} states above PRUNED_DP_MAX_STATES"
+        pos = int(np.argmin(s_val))
+        y = np.zeros((S, G), dtype=np.int64)
+        for k in range(S - 1, -1, -1):
+            par, ys = stages[k]
+            y[order[k]] = vec[ys[pos]]
+            pos = int(par[pos])
+        return y
+
+    # rounds of growing targets T between L and U: a round that finds a placement of total at
+    # most T found the optimum; one that finds none proves every total above T
+    rounds = info["rounds"] = []
+    proven = L
+    best = None
+    for frac in _PRUNED_DP_TARGETS:
+        T = L + (U - L) * frac if frac < 1 else U
+        if T <= proven:
+            continue
+        out = sparse_dp(T)
+        if isinstance(out, str):
+            info["states"] = int(sum(sum(r["stage_states"]) for r in rounds))
+            return _pruned_stop(problem, t0, time_limit, incumbent, lb, proven, info, verbose, out)
+        if out is not None:
+            best = out
+            break
+        proven = T - tol
+    info["states"] = int(sum(sum(r["stage_states"]) for r in rounds))
+    times["dp"] = time.perf_counter() - t
+    placement = evaluate(problem, incumbent.worker_job, method="exact", info=info)
+    if best is not None:
+        found = evaluate(problem, realise_counts(problem, best, members), method="exact", info=info)
+        if found.mean_jct < placement.mean_jct:
+            info["incumbent"] = "pruned-dp"
+            placement = found
+    wall = time.perf_counter() - t0
+    if verbose:
+        print(f"pruned type DP: {info['candidates']:,} candidate vectors, {info['states']:,} states, {wall:.3f} s")
+    return ExactResult("optimal", "optimal (type DP pruned by the configuration LP's Lagrangian bound)", placement,
+                       placement.mean_jct, wall, "pruned-dp", "pruned-dp", info)
+
+
+def _pruned_stop(problem, t0, time_limit, incumbent, lb, proven, info, verbose, where):
+    """The incumbent with the best bound when the pruned DP stops unfinished (time or states).
+
+    ``proven``: a total no placement is below (the Lagrangian bound, or a target a
+    finished round excluded), or None."""
+    bound = lb.bound if proven is None else max(lb.bound, proven / problem.n_jobs * (1 - 1e-12))
+    placement = evaluate(problem, incumbent.worker_job, method="exact", info=info)
+    msg = (f"the pruned type DP stopped ({where}; time_limit={time_limit}); the placement returned is "
+           f"the {info['incumbent']} incumbent and the bound the configuration LP's")
+    if verbose:
+        print(f"pruned-dp: {msg}")
+    return ExactResult("feasible", msg, placement, bound, time.perf_counter() - t0, "pruned-dp", "pruned-dp", info)

@@ -117,6 +117,8 @@ METHODS = (
     _row("auto", "auto", restart_aware=True),
     _row("exact-auto", "exact", True, EXACT_REL, exact_method="auto", restart_aware=True),
     _row("exact-dp", "exact", True, EXACT_REL, exact_method="dp", uniform_speeds_only=True, restart_aware=True),
+    _row("exact-pruned-dp", "exact", True, EXACT_REL, exact_method="pruned-dp", uniform_speeds_only=True,
+         restart_aware=True),
     _row("exact-brute", "exact", True, EXACT_REL, exact_method="brute", max_assignments=200_000,
          restart_aware=True),
     _row("exact-milp-scip", "exact", True, EXACT_REL, exact_method="milp", solver="scip", restart_aware=True),

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hetplace.cli import main
+from hetplace.cli import BOUND_TIME_LIMIT, main
 from hetplace.data import gavel_path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,7 +41,33 @@ def test_run_json_has_the_exact_reference():
     assert doc["exact"]["gap"] == pytest.approx(doc["mean_jct"] / doc["exact"]["objective"] - 1)
 
 
+def test_default_command_prints_the_certified_gap_to_the_lower_bound():
+    code, text = run(["--no-exact"])
+    assert code == 0 and "certified gap" in text and "hetplace.lower_bound" in text
+    assert "exact optimum" not in text
+    assert "certified gap" not in run(["--no-exact", "--no-bound"])[1]
+
+
+def test_run_json_certified_gap_is_at_least_the_true_gap():
+    doc = json.loads(run(["run", "--method", "greedy", "--json"])[1])
+    b = doc["bound"]
+    assert b["certified_gap"] == pytest.approx(doc["mean_jct"] / b["bound"] - 1)
+    assert b["bound"] <= doc["exact"]["objective"] * (1 + 1e-9)
+    assert b["certified_gap"] >= doc["exact"]["gap"] - 1e-9
+    assert b["time_limit"] == BOUND_TIME_LIMIT
+    assert "bound" not in json.loads(run(["run", "--json", "--no-bound"])[1])
+
+
 # ---------------------------------------------------------------- place
+def test_place_prints_and_writes_the_certified_gap():
+    code, text = run(["place", "--cluster", CLUSTER, "--jobs", JOBS, "--method", "greedy"])
+    assert code == 0 and "certified gap" in text
+    doc = json.loads(run(["place", "--cluster", CLUSTER, "--jobs", JOBS, "--method", "greedy", "--json"])[1])
+    assert doc["bound"]["bound"] <= doc["mean_jct"] and doc["bound"]["certified_gap"] >= 0
+    no = run(["place", "--cluster", CLUSTER, "--jobs", JOBS, "--no-bound"])[1]
+    assert "certified gap" not in no
+
+
 def test_place_prints_every_worker_share():
     code, text = run(["place", "--cluster", CLUSTER, "--jobs", JOBS, "--method", "greedy"])
     assert code == 0

@@ -247,7 +247,7 @@ def test_importing_exact_compiles_nothing():
 # ---------------------------------------------------------------- (5) errors
 def test_error_method():
     with pytest.raises(
-        InvalidOptionError, match=r"method must be one of 'auto', 'dp', 'milp', 'brute'; got 'exact'\."
+        InvalidOptionError, match=r"method must be one of 'auto', 'dp', 'pruned-dp', 'milp', 'brute'; got 'exact'\."
     ):
         solve_exact(tiny_random(0), method="exact")
     with pytest.raises(InvalidOptionError, match=r"method must be one of .*; got None\."):
@@ -321,6 +321,8 @@ def test_error_dp_state_space(monkeypatch):
         r"Use method='milp' \(or method='auto'\)\.",
     ):
         solve_exact(p, method="dp")
+    assert solve_exact(p, method="auto").method == "pruned-dp"  # the DP pruned by the bound fits
+    monkeypatch.setattr(exact, "PRUNED_DP_MAX_VECTORS", 10)
     assert solve_exact(p, method="auto").method == "milp"
 
 
