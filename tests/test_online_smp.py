@@ -183,3 +183,24 @@ def test_gains_equal_up_to_rounding_tie_and_distinct_gains_keep_their_order():
     t = [_tie(float(x)) for x in g]
     assert t == sorted(t) and len(set(t)) == len(set(g.tolist()))  # monotone; distinct random gains stay distinct
     assert _tie(0.0) == 0.0 and _tie(-1.0) == -1.0
+
+
+@pytest.mark.parametrize("name", ["smp", "smp-rigid"])
+def test_certify_records_a_valid_bound_per_round_and_changes_no_decision(name):
+    trace = gavel_trace(12, 30.0, 5, multi_gpu=True)
+    cluster = {"v100": 4, "p100": 4, "k80": 4}
+    plain = make_policy(name)
+    certified = make_policy(name, certify=True)
+    a = simulate(trace, cluster, plain, progress=False)
+    b = simulate(trace, cluster, certified, progress=False)
+    assert np.array_equal(a.jobs["finish"], b.jobs["finish"])  # the bound only watches
+    assert plain.bound_log == [] and len(certified.bound_log) == len(certified.decision_log) > 0
+    for round_index, mean_jct, bound, gap in certified.bound_log:
+        assert 0 < bound <= mean_jct * (1 + 1e-9)  # a lower bound of that round's optimum
+        assert gap == pytest.approx(mean_jct / bound - 1)
+
+
+@pytest.mark.parametrize("value", ["yes", 1, None])
+def test_certify_must_be_a_bool(value):
+    with pytest.raises(InvalidOptionError, match="certify must be True or False"):
+        make_policy("smp", certify=value)

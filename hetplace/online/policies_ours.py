@@ -17,7 +17,7 @@ from .._cost import ring_fraction
 from .._validation import check_choice, check_positive_int, check_seed, is_real_scalar
 from ..errors import InvalidOptionError
 
-__all__ = ["SMPPolicy", "SMPFairPolicy", "SMPRigidPolicy", "OUR_POLICIES", "ADMISSION", "SIZING"]
+__all__ = ["SMPPolicy", "SMPFairPolicy", "SMPRigidPolicy", "OUR_POLICIES", "ADMISSION", "SIZING", "CERTIFY_TIME_LIMIT"]
 
 #: Admission orders when more jobs are waiting than a Problem can hold.
 ADMISSION = ("las", "srpt", "fifo")
@@ -28,6 +28,8 @@ SIZING = ("marginal", "measured", "range")
 _BANDWIDTH = 1e9
 #: Value multiplier of a job behind its fair share (``fairness``): it outranks every other move.
 _LATE_BOOST = 1e6
+#: Seconds the lower bound of one round may take with ``certify=True`` (the bound found by then is valid).
+CERTIFY_TIME_LIMIT = 1.0
 
 
 class SMPPolicy:
@@ -84,6 +86,14 @@ class SMPPolicy:
         (the FTF it would end with if it ran at an isolated ``1 / n`` share of
         the cluster from now on) reaches this value is served before every
         other job (default None: no such rule; values ``>= 1``).
+    certify : bool
+        Also compute :func:`hetplace.lower_bound` of every round's placement
+        problem (default False; a time limit of :data:`CERTIFY_TIME_LIMIT`
+        s) and record ``(round index, SMP's mean JCT, bound, certified gap)``
+        in :attr:`bound_log`: how far each decision can be from the optimum
+        of the policy's own placement model for that round (not of the whole
+        online run).  The decision times the simulator reports then include
+        the bound's.
 
     Notes
     -----
@@ -111,7 +121,11 @@ class SMPPolicy:
     rigid = False
 
     def __init__(self, max_gpus=8, admission="srpt", samples=16, restart_candidates=2, restart_floor=10.0, seed=0,
-                 share_cap=math.inf, min_efficiency=0.0, sizing="marginal", priority=0.0, fairness=None):
+                 share_cap=math.inf, min_efficiency=0.0, sizing="marginal", priority=0.0, fairness=None,
+                 certify=False):
+        if not isinstance(certify, (bool, np.bool_)):
+            raise InvalidOptionError(f"certify must be True or False (record each round's lower bound); got {certify!r}.")
+        self.certify = bool(certify)
         self.max_gpus = check_positive_int("max_gpus", max_gpus, allow_none=False, maximum=4096)
         if not is_real_scalar(priority) or not (0 <= float(priority) <= 4):
             raise InvalidOptionError(
@@ -152,11 +166,13 @@ class SMPPolicy:
         self._count_cache = {}
         self._share = 4096
         self.decision_log = []  # (n_active, n_admitted) per round
+        self.bound_log = []  # with certify: (round index, mean JCT, bound, certified gap) per placement
 
     def reset(self, seed=None):
         if seed is not None:
             self.seed = seed
         self.decision_log = []
+        self.bound_log = []
 
     # ------------------------------------------------------------ per-model data
     def _model_data(self, table, types, model):
@@ -346,6 +362,7 @@ class SMPPolicy:
     # ------------------------------------------------------------ decide
     def decide(self, state):
         from ..api import place
+        from ..bound import lower_bound
         from ..problem import Problem
 
         types = tuple(g for g in state.cluster if state.cluster[g] > 0)
@@ -406,6 +423,9 @@ class SMPPolicy:
         seed = (self.seed * 1_000_003 + state.round_index) % 2**64
         pl = place(problem, method="smp", seed=seed, threads=1, samples=self.samples,
                    restart_candidates=self.restart_candidates)
+        if self.certify:
+            bound = lower_bound(problem, time_limit=CERTIFY_TIME_LIMIT).bound
+            self.bound_log.append((state.round_index, pl.mean_jct, bound, pl.gap_to_bound(bound)))
         wj = pl.worker_job
         wt = problem.worker_type
         out = {}
