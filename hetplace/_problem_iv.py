@@ -740,3 +740,13 @@ type_names, min_workers, max_workers, available, current, restart_time
         worker_type=worker_type, available=avail, available_counts=up_counts, min_workers=lo,
         max_workers=hi, current=cur, restart_time=rt,
     )
+
+
+def _weight_iv(weight, n_jobs, names):
+    """``weight`` as a float64 (S,) array of positive, finite priorities, or raise (docs/model.md §1.5).
+
+    :func:`_per_job`'s checks: shape, real numbers (no bools or strings),
+    finite, > 0, and the supported range 1e-30..1e30, so ``weight * work``
+    (work at most 1e30 * 2**53) and ``sum(weight)`` cannot overflow.
+    """
+    return _per_job(weight, "weight", n_jobs, positive=True, names=names)

@@ -87,7 +87,7 @@ def place(problem, method: str = "auto", seed: "int | None" = None, **options) -
         ``"exact"`` found no placement within its time limit.
     """
     _check_problem(problem)
-    method = check_choice("method", method, tuple(METHODS))
+    method = check_choice("method", method, tuple(METHODS))  # auto: the DP's size is the same with weights
     check_options(method, options, METHODS[method])
     seed = check_seed(seed)
     t0 = time.perf_counter()
@@ -102,18 +102,21 @@ def place(problem, method: str = "auto", seed: "int | None" = None, **options) -
         info["auto_choice"] = method
         if method == "exact":
             options = {"exact_method": "dp"}
+    # with weights the methods place the unweighted problem whose mean JCT is the weighted
+    # objective (up to a constant factor); solve_exact does the same itself (docs/model.md §1.5)
+    target = problem.objective_problem
     if method == "equal":
-        worker_job = baselines.equal_placement(problem)
+        worker_job = baselines.equal_placement(target)
     elif method == "random":
-        worker_job = baselines.random_placement(problem, np.random.default_rng(seed))
+        worker_job = baselines.random_placement(target, np.random.default_rng(seed))
     elif method == "greedy":
-        worker_job = baselines.greedy_placement(problem)
+        worker_job = baselines.greedy_placement(target)
     elif method == "keep-greedy":
-        worker_job = baselines.keep_greedy_placement(problem)
+        worker_job = baselines.keep_greedy_placement(target)
     elif method == "smp":
         from .smp import smp_place
 
-        worker_job, smp_info = smp_place(problem, seed=seed, **options)
+        worker_job, smp_info = smp_place(target, seed=seed, **options)
         info.update(smp_info)
     else:  # exact
         from .exact import solve_exact

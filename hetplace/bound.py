@@ -28,7 +28,7 @@ from ._cost import job_time
 from ._result import Result
 from ._validation import check_choice, check_positive_int, check_time_limit
 from .errors import MissingDependencyError
-from .placement import _check_problem, current_counts
+from .placement import _check_problem, current_counts, evaluate
 
 __all__ = ["BoundResult", "lower_bound", "METHODS", "MAX_CLASSES", "ENUM_MAX_VECTORS", "MAX_ITERATIONS", "CONVERGED_REL"]
 
@@ -213,13 +213,26 @@ def lower_bound(problem, method: str = "auto", time_limit: "float | None" = None
     ``L(pi) = sum_i min_n [c_i(n) + pi . n] - pi . m`` with ``pi >= 0`` -- is a
     lower bound; the per-job minimum may itself be replaced by a lower bound
     of it (the pricing relaxation).  The reported bound is the best ``L(pi)``
-    over the iterations, divided by S.
+    over the iterations, divided by S.  With ``Problem(weight=)`` it bounds
+    the weighted objective: the bound of ``problem.objective_problem`` times
+    ``problem.objective_scale`` (docs/model.md §1.5).
     """
     _check_problem(problem)
     method = check_choice("method", method, METHODS)
     time_limit = check_time_limit(time_limit)
     threads = check_positive_int("threads", threads, maximum=1024)
     t0 = time.perf_counter()
+    if problem.weight is not None:  # a bound of the scaled problem, in weighted units (docs/model.md §1.5)
+        res = lower_bound(problem.objective_problem, method, time_limit, threads)
+        placement = None if res.placement is None else evaluate(problem, res.placement.worker_job,
+                                                                method=res.placement.method, info=res.placement.info)
+        info = dict(res.info)
+        scale = problem.objective_scale
+        info["lp_value"] = None if info.get("lp_value") is None else info["lp_value"] * scale
+        if info.get("trace") is not None:
+            info["trace"] = [b * scale for b in info["trace"]]
+        return BoundResult(res.status, res.message, info, bound=res.bound * scale * (1 - _SAFETY_REL),
+                           placement=placement, wall_time=time.perf_counter() - t0, method=res.method)
     if method == "alone":
         bound = float(np.mean(problem.jct_alone))
         return BoundResult("feasible", "mean(jct_alone): every job alone on the whole cluster",

@@ -515,6 +515,8 @@ def solve_exact(
     method, solver, time_limit, threads, verbose = _solve_exact_iv(
         problem, method, solver, time_limit, threads, verbose
     )
+    if problem.weight is not None:
+        return _solve_weighted(problem, method, solver, time_limit, threads, verbose, t0)
     if method == "dp":
         why = _dp_refusal(problem)
         if why is None and time_limit is None:
@@ -548,6 +550,27 @@ def solve_exact(
     if method == "brute":
         return _solve_brute(problem, t0, time_limit, verbose)
     return _solve_milp(problem, solver, time_limit, threads, verbose, t0)
+
+
+def _solve_weighted(problem, method, solver, time_limit, threads, verbose, t0):
+    """:func:`solve_exact` of a weighted problem (docs/model.md §1.5).
+
+    Solves ``problem.objective_problem`` (work, communication and restart
+    costs scaled by the weights: its mean JCT is the weighted objective over
+    ``objective_scale``) and reports its placement evaluated on ``problem``
+    (each job's own JCT, the weighted mean) and its bound times
+    ``objective_scale``.
+    """
+    if time_limit is not None:
+        time_limit = max(time_limit - (time.perf_counter() - t0), 1e-3)
+    res = solve_exact(problem.objective_problem, method, solver, time_limit, threads, verbose)
+    placement = None
+    if res.placement is not None:
+        placement = evaluate(problem, res.placement.worker_job, method=res.placement.method,
+                             info=res.placement.info)
+    bound = None if res.bound is None else res.bound * problem.objective_scale
+    return ExactResult(res.status, res.message, placement, bound, time.perf_counter() - t0, res.method,
+                       res.solver, res.info)
 
 
 # ---------------------------------------------------------------- type DP

@@ -279,7 +279,10 @@ class Placement:
     n_restarts : int
         Number of restarted jobs.
     mean_jct : float
-        The objective: the mean of ``jct``, restart losses included.
+        The objective: the mean of ``jct``, restart losses included; with
+        ``problem.weight`` the weighted mean ``sum_i w_i jct_i / sum_i w_i``
+        (``jct`` stays each job's own JCT; :meth:`gap_to` and
+        :meth:`gap_to_bound` compare these weighted means).
     shares : ndarray of int64, shape (K,)
         Samples per iteration of every worker (largest remainder; 0 when idle).
     slowdown : ndarray of float64, shape (S,)
@@ -321,7 +324,11 @@ class Placement:
         self.restart_loss = priced.restart_loss
         self.n_restarts = int(self.restarted.sum())
         self.jct = priced.jct
-        self.mean_jct = float(self.jct.mean())
+        if problem.weight is None:
+            self.mean_jct = float(self.jct.mean())
+        else:  # the weighted mean (docs/model.md §1.5), weights scaled to at most 1: no overflow
+            v = problem.weight / problem.weight.max()
+            self.mean_jct = float(np.dot(v, self.jct) / v.sum())
         rate = problem._rate(job, np.flatnonzero(busy))  # worker_throughput[job, busy], no (S, K) table
         self.shares = _shares(problem.batch, worker_job, rate)
         self.slowdown = self.jct / problem.jct_alone

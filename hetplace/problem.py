@@ -12,7 +12,9 @@ import numpy as np
 
 # MAX_WORKERS, MAX_TABLE_CELLS and min_worker_flow keep their home here for callers (baselines, io, bench)
 from ._cost import RingAllReduce, comm_cost, job_time
-from ._problem_iv import MAX_TABLE_CELLS, MAX_WORKERS, _compact, _problem_iv, min_worker_flow  # noqa: F401
+from ._problem_iv import (  # noqa: F401
+    MAX_TABLE_CELLS, MAX_WORKERS, _compact, _problem_iv, _weight_iv, min_worker_flow,
+)
 from ._validation import is_real_scalar
 from .errors import InvalidProblemError
 
@@ -21,7 +23,7 @@ __all__ = ["Problem", "MAX_WORKERS", "MAX_TABLE_CELLS"]
 #: Keys of :meth:`Problem.to_dict` (the parameters of :class:`Problem`).
 _REQUIRED_KEYS = ("throughput", "type_counts", "batch", "iterations")
 _OPTIONAL_KEYS = ("grad_bytes", "bandwidth", "worker_speed", "job_names", "type_names",
-                  "min_workers", "max_workers", "available", "current", "restart_time")
+                  "min_workers", "max_workers", "available", "current", "restart_time", "weight")
 
 
 def _index_arg(name, value, lo, hi, what):
@@ -86,6 +88,11 @@ class Problem:
         (a scalar applies to every job); ignored for new jobs.  Default 0.
         The objective becomes the mean over jobs of
         ``JCT_i + restart_time_i * restarted_i``.
+    weight : array_like of float, shape (S,), optional
+        Positive, finite priority of each job (docs/model.md §1.5).  The
+        objective becomes the weighted mean ``sum_i w_i JCT_i / sum_i w_i``
+        (each ``JCT_i`` with its restart loss).  Default None: the plain
+        mean, bit for bit as without weights.
 
     Attributes
     ----------
@@ -148,6 +155,20 @@ class Problem:
         of them available and their number within its size bounds.
     replacing : bool
         True when some job is running (a re-placement, docs/model.md §1.4).
+    weight : ndarray of float64, shape (S,), or None
+        The parameter.  Every other attribute keeps its unweighted meaning
+        (``work``, ``comm_coef``, ``restart_cost``, ``jct_alone``: each job's
+        own); the methods optimise the weighted objective by solving
+        ``objective_problem``.
+    objective_problem : Problem
+        ``self`` without weights; with weights, the unweighted problem whose
+        mean JCT is the weighted objective times ``sum(v) / S``: iterations
+        and restart times scaled by ``v = weight / max(weight)``, so work,
+        communication and restart loss all scale by ``v_i``.  The one place
+        the weights enter the optimisation (docs/model.md §1.5).
+    objective_scale : float
+        ``S / sum(v)`` (1.0 without weights): ``objective_problem``'s mean JCT
+        times this is the weighted objective of the same placement.
     uniform_speed : bool
         True when every worker speed is 1 and every worker is available, so
         workers of one type are interchangeable.  The type DP also runs when
@@ -184,6 +205,7 @@ class Problem:
         available: "np.typing.ArrayLike | None" = None,
         current: "np.typing.ArrayLike | None" = None,
         restart_time: "np.typing.ArrayLike | None" = None,
+        weight: "np.typing.ArrayLike | None" = None,
     ) -> None:
         iv = _problem_iv(throughput, type_counts, batch, iterations, grad_bytes, bandwidth, worker_speed,
                          job_names, type_names, min_workers, max_workers, available, current, restart_time)
@@ -223,6 +245,31 @@ class Problem:
         self._classes = None
         self._set_restart(iv.current, iv.restart_time)
         self._jct_alone = None
+        self._set_weight(weight, iv)
+
+    def _set_weight(self, weight, iv):
+        """Set ``weight``, ``objective_problem`` and ``objective_scale`` (docs/model.md §1.5)."""
+        self.weight, self.objective_problem, self.objective_scale = None, self, 1.0
+        if weight is None:
+            return
+        w = _weight_iv(weight, self.n_jobs, self.job_names)
+        v = w / w.max()  # in (0, 1]: the scaled problem's numbers never grow
+        try:
+            twin = Problem(
+                self.throughput, self.type_counts, self.batch, self.iterations * v, self.grad_bytes,
+                self.bandwidth, self.worker_speed, self.job_names, self.type_names,
+                min_workers=self.min_workers, max_workers=self.max_workers, available=self.available,
+                current=self.current if self.replacing else None,
+                restart_time=self.restart_time * v if self.replacing else None,
+            )
+        except InvalidProblemError as exc:
+            raise InvalidProblemError(
+                f"weight = {w.tolist()!r} spans too wide a range: the weighted work or restart times "
+                f"leave the supported range ({exc}). Give weights within a factor of about 1e100 of each other."
+            ) from None
+        self.weight = _frozen(w)
+        self.objective_problem = twin
+        self.objective_scale = float(self.n_jobs / v.sum())
 
     def __setstate__(self, state):
         """Restore a pickled or copied Problem with every array read-only again.
@@ -409,8 +456,12 @@ class Problem:
         return Problem(
             self.throughput, self.type_counts, self.batch, self.iterations, self.grad_bytes,
             self.bandwidth, worker_speed, self.job_names, self.type_names,
-            **self._bounds_dict(), **self._available_dict(), **self._restart_dict(),
+            **self._bounds_dict(), **self._available_dict(), **self._restart_dict(), **self._weight_dict(),
         )
+
+    def _weight_dict(self):
+        """``{"weight": [...]}`` when the problem is weighted, else ``{}``."""
+        return {} if self.weight is None else {"weight": self.weight.tolist()}
 
     def _restrict(self, jobs, workers):
         """The problem of ``jobs`` alone on ``workers`` (ascending indices), none of them running.
@@ -467,6 +518,7 @@ class Problem:
             **self._bounds_dict(),
             **self._available_dict(),
             **self._restart_dict(),
+            **self._weight_dict(),
         }
 
     @classmethod
@@ -503,6 +555,7 @@ class Problem:
         down = self.n_workers - self.n_available
         avail = "" if not down else f", available={self.n_available} ({down} down: {_compact(np.flatnonzero(~self.available))})"
         run = "" if not self.replacing else f", running={int(self.running.sum())}"
+        run += "" if self.weight is None else ", weighted"
         return (
             f"Problem(n_jobs={self.n_jobs}, n_types={self.n_types}, n_workers={self.n_workers}, "
             f"type_counts={_compact(self.type_counts)}, communication={comm}, speeds={speeds}{avail}{run})"

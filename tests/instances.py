@@ -15,6 +15,7 @@ depend on that).  Slow, obviously correct references are in ``tests/reference.py
   zero throughputs, speeds and communication drawn).
 - :func:`with_bounds` / :func:`bounded_instances`: the same with random size bounds.
 - :func:`with_down` / :func:`down_instances`: the same with some workers down.
+- :func:`with_weights`: the same problem with seeded job weights (``Problem(weight=)``).
 - :func:`arrival`, :func:`departure`, :func:`plain`, :func:`gavel_arrival`:
   re-placement problems (``current``, ``restart_time``) where one job arrives or
   leaves, built on :func:`tiny_random` and :func:`gavel_problem`.
@@ -42,6 +43,7 @@ __all__ = [
     "bounded_instances",
     "with_down",
     "down_instances",
+    "with_weights",
     "arrival",
     "departure",
     "plain",
@@ -325,6 +327,14 @@ def down_instances(make, seeds, frac=0.3):
         if p is not None:
             out.append((seed, p))
     return out
+
+
+# ------------------------------------------------------------------ job weights
+def with_weights(problem, seed, spread=10.0):
+    """``problem`` with seeded job weights, log-uniform in ``[1/spread, spread]`` (docs/model.md §1.5)."""
+    rng = np.random.default_rng([seed, 2424])
+    w = np.exp(rng.uniform(-math.log(spread), math.log(spread), problem.n_jobs))
+    return Problem.from_dict({**problem.to_dict(), "weight": w.tolist()})
 
 
 # ------------------------------------------------------------------ re-placement (current, restart_time)

@@ -60,6 +60,42 @@ def objective_reference(problem, worker_job):
     return value + float(lost.sum()) / problem.n_jobs
 
 
+def weighted_objective_reference(problem, worker_job):
+    """``sum_i w_i (JCT_i + restart loss_i) / sum_i w_i`` (inf if infeasible), job by job from the definitions.
+
+    ``w`` is ``problem.weight`` (all 1 when None): docs/model.md §1.5.
+    """
+    S = problem.n_jobs
+    w = np.ones(S) if problem.weight is None else problem.weight
+    lost = np.where(restarted_reference(problem, worker_job), problem.restart_time, 0.0)
+    total = 0.0
+    for i in range(S):
+        # job i alone: a one-job view of the same definitions (mean_jct_reference over one job)
+        jct = _job_jct_reference(problem, worker_job, i)
+        if not math.isfinite(jct):
+            return math.inf
+        total += w[i] * (jct + lost[i])
+    return total / float(np.sum(w))
+
+
+def _job_jct_reference(problem, worker_job, i):
+    """Job ``i``'s JCT without restart loss from docs/model.md §1.2 (inf if infeasible)."""
+    workers = [k for k, j in enumerate(worker_job) if j == i]
+    if not workers or not problem.min_workers[i] <= len(workers) <= problem.max_workers[i]:
+        return math.inf
+    X = 0.0
+    for k in workers:
+        r = problem.throughput[i, problem.worker_type[k]] * problem.worker_speed[k]
+        if not problem.available[k] or r <= 0:
+            return math.inf
+        X += r
+    n = len(workers)
+    t_m = 0.0
+    if n > 1 and math.isfinite(problem.bandwidth):
+        t_m = 2.0 * (n - 1) / n * problem.grad_bytes[i] / problem.bandwidth
+    return problem.iterations[i] * (problem.batch[i] / X + t_m)
+
+
 def brute_force_reference(problem, objective=None):
     """Best ``(value, worker_job)`` over all ``(S+1)**K`` assignments (itertools.product).
 
