@@ -249,7 +249,7 @@ class Problem:
 
     def _set_weight(self, weight, iv):
         """Set ``weight``, ``objective_problem`` and ``objective_scale`` (docs/model.md §1.5)."""
-        self.weight, self.objective_problem, self.objective_scale = None, self, 1.0
+        self.weight, self._objective, self.objective_scale = None, None, 1.0
         if weight is None:
             return
         w = _weight_iv(weight, self.n_jobs, self.job_names)
@@ -268,8 +268,13 @@ class Problem:
                 f"leave the supported range ({exc}). Give weights within a factor of about 1e100 of each other."
             ) from None
         self.weight = _frozen(w)
-        self.objective_problem = twin
+        self._objective = twin
         self.objective_scale = float(self.n_jobs / v.sum())
+
+    @property
+    def objective_problem(self):
+        """The unweighted problem the methods solve: ``self`` without weights (docs/model.md §1.5)."""
+        return self if self._objective is None else self._objective
 
     def __setstate__(self, state):
         """Restore a pickled or copied Problem with every array read-only again.
@@ -287,6 +292,8 @@ class Problem:
                 for v in value:  # the worker classes
                     v.setflags(write=False)
         self.__dict__.update(state)
+        for name, default in (("weight", None), ("_objective", None), ("objective_scale", 1.0)):
+            self.__dict__.setdefault(name, default)  # a Problem pickled before job weights
 
     def _set_restart(self, cur, rt):
         """Set ``current``, ``running``, ``restart_time``, ``restart_cost``, ``can_keep`` and ``replacing``."""

@@ -146,7 +146,7 @@ def test_weights_change_the_greedy_choice():
 
 @pytest.mark.parametrize("row", METHODS, ids=str)
 def test_unit_weights_give_todays_optimum(row):
-    for name, weighted in INSTANCES[:8]:
+    for name, weighted in INSTANCES[:5]:
         data = {k: v for k, v in weighted.to_dict().items() if k != "weight"}
         p = Problem.from_dict(data)
         if not row.applies(p):
@@ -166,22 +166,20 @@ def test_unit_weights_give_todays_optimum(row):
 @pytest.mark.parametrize("name,problem", INSTANCES, ids=IDS)
 def test_lower_bound_bounds_the_weighted_optimum(name, problem):
     opt = _brute(problem).objective
-    for method in ("auto", "alone"):
-        res = lower_bound(problem, method=method)
-        assert res.bound <= opt * (1 + 1e-12), (method, res.bound, opt)
-    assert lower_bound(problem).bound >= 0.5 * opt  # a useful bound, not 0
-    if lower_bound(problem).placement is not None:
-        pl = lower_bound(problem).placement
-        assert pl.problem is problem and pl.mean_jct >= opt * (1 - 1e-12)
+    assert lower_bound(problem, method="alone").bound <= opt * (1 + 1e-12)
+    res = lower_bound(problem)
+    assert 0.5 * opt <= res.bound <= opt * (1 + 1e-12), (res.bound, opt)  # valid, and not a trivial 0
+    if res.placement is not None:
+        assert res.placement.problem is problem and res.placement.mean_jct >= opt * (1 - 1e-12)
 
 
 @pytest.mark.parametrize("row", EXACT, ids=str)
 def test_scaling_the_weights_changes_no_exact_placement(row):
-    for name, problem in INSTANCES[:10]:
+    for name, problem in INSTANCES[:6]:
         if not row.applies(problem):
             continue
         base = run(row, problem)
-        for c in (3.0, 1e-3, 2.0 ** 10):
+        for c in (3.0, 1e-3):
             scaled = Problem.from_dict({**problem.to_dict(), "weight": (problem.weight * c).tolist()})
             pl = run(row, scaled)
             np.testing.assert_array_equal(pl.worker_job, base.worker_job, err_msg=f"{name} c={c}")
