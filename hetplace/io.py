@@ -704,7 +704,8 @@ def _problem_arg(problem):
     # the file formats have no fields for these yet: refuse rather than write a different problem
     lost = [what for what, has in (("workers that are down (available)", problem.n_available < problem.n_workers),
                                    ("size bounds (min_workers / max_workers)", problem.bounded),
-                                   ("a running placement (current / restart_time)", problem.replacing)) if has]
+                                   ("a running placement (current / restart_time)", problem.replacing),
+                                   ("job weights (weight)", problem.weight is not None)) if has]
     if lost:
         raise InvalidOptionError(
             f"the cluster TOML / job CSV formats cannot hold {' or '.join(lost)}, so writing this problem "

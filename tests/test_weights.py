@@ -244,3 +244,13 @@ def test_weight_range_too_wide_is_named():
     p = tiny_random(2, n_workers=4, n_jobs=3)
     with pytest.raises(HetplaceError, match=r"weight = .* spans too wide a range.*Give weights within"):
         Problem.from_dict({**p.to_dict(), "weight": [1e-30, 1.0, 1e30]})
+
+
+def test_file_writers_refuse_weights(tmp_path):
+    """The cluster TOML / job CSV formats have no weight field: writing refuses rather than drop it."""
+    from hetplace.errors import InvalidOptionError
+    from hetplace.io import write_jobs
+
+    _, problem = INSTANCES[0]
+    with pytest.raises(InvalidOptionError, match=r"job weights \(weight\)"):
+        write_jobs(tmp_path / "jobs.csv", problem)
