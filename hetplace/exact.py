@@ -352,6 +352,8 @@ def solve_exact(
     With running jobs (``Problem(current=, restart_time=)``) the JCTs include
     the restart losses, and every method is exact for that objective
     (docs/model.md §1.4).
+    With ``Problem(weight=)`` every method is exact for the weighted mean
+    (docs/model.md §1.5): it solves ``problem.objective_problem``.
 
     Parameters
     ----------
@@ -559,7 +561,10 @@ def _solve_weighted(problem, method, solver, time_limit, threads, verbose, t0):
     costs scaled by the weights: its mean JCT is the weighted objective over
     ``objective_scale``) and reports its placement evaluated on ``problem``
     (each job's own JCT, the weighted mean) and its bound times
-    ``objective_scale``.
+    ``objective_scale``.  ``info`` is the scaled problem's, so its solver values
+    (``dp_total_jct``, ``brute_total_jct``, ``incumbent_objective``,
+    ``milp_objective``, ``solver_bound``, ``lagrangian_bound``) are in its units;
+    ``info["objective_scale"]`` converts them.
     """
     if time_limit is not None:
         time_limit = max(time_limit - (time.perf_counter() - t0), 1e-3)
@@ -569,8 +574,9 @@ def _solve_weighted(problem, method, solver, time_limit, threads, verbose, t0):
         placement = evaluate(problem, res.placement.worker_job, method=res.placement.method,
                              info=res.placement.info)
     bound = None if res.bound is None else res.bound * problem.objective_scale
+    info = {**res.info, "objective_scale": problem.objective_scale}
     return ExactResult(res.status, res.message, placement, bound, time.perf_counter() - t0, res.method,
-                       res.solver, res.info)
+                       res.solver, info)
 
 
 # ---------------------------------------------------------------- type DP
