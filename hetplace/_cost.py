@@ -24,7 +24,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["ring_fraction", "RingAllReduce", "comm_cost", "job_time", "aggregate", "restarted", "Priced", "price"]
+__all__ = ["ring_fraction", "RingAllReduce", "Topology", "HierarchicalRing", "spans", "comm_cost", "job_time",
+           "aggregate", "restarted", "Priced", "price"]
 
 
 def ring_fraction(n):
@@ -91,6 +92,198 @@ def _ring_from_coef(coef):
     model.coef = np.ascontiguousarray(coef)
     model.coef.setflags(write=False)
     return model
+
+
+class Topology:
+    """GPUs in nodes and racks (docs/model.md §1.6): the validated ``Problem(node=, ...)`` arguments.
+
+    Attributes (read-only arrays)
+    -----------------------------
+    node : ndarray of int64, shape (K,)
+        The node of every worker.
+    n_nodes : int
+        ``N = node.max() + 1``.
+    node_bandwidth : ndarray of float64, shape (N,)
+        Bytes/s of the links inside each node.
+    rack : ndarray of int64, shape (N,), or None
+        The rack of every node (None: no second level).
+    n_racks : int
+        ``R = rack.max() + 1`` (0 without racks).
+    rack_bandwidth : ndarray of float64, shape (R,), or None
+        Bytes/s between the nodes of each rack.
+    bandwidth : float
+        Bytes/s of the top level: between racks, or between nodes without racks.
+    node_rack : ndarray of int64, shape (N,)
+        ``rack``, or ``arange(N)`` without racks (every node its own second-level
+        domain, whose bandwidth is then never used: a job on two nodes spans the top).
+    """
+
+    def __init__(self, node, node_bandwidth, rack, rack_bandwidth, bandwidth):
+        self.node = _frozen(np.asarray(node, dtype=np.int64))
+        self.n_nodes = int(self.node.max()) + 1 if self.node.size else 0
+        self.node_bandwidth = _frozen(np.asarray(node_bandwidth, dtype=np.float64))
+        self.rack = None if rack is None else _frozen(np.asarray(rack, dtype=np.int64))
+        self.rack_bandwidth = None if rack_bandwidth is None else _frozen(np.asarray(rack_bandwidth, dtype=np.float64))
+        self.n_racks = 0 if rack is None else (int(self.rack.max()) + 1 if self.rack.size else 0)
+        self.bandwidth = float(bandwidth)
+        self.node_rack = self.rack if rack is not None else _frozen(np.arange(self.n_nodes, dtype=np.int64))
+
+    def to_dict(self):
+        """The Problem arguments that rebuild this topology (JSON-ready)."""
+        def bw(a):
+            out = [v if math.isfinite(v) else "inf" for v in a.tolist()]
+            return out[0] if len(set(out)) == 1 else out
+        d = {"node": self.node.tolist(), "node_bandwidth": bw(self.node_bandwidth)}
+        if self.rack is not None:
+            d.update(rack=self.rack.tolist(), rack_bandwidth=bw(self.rack_bandwidth))
+        return d
+
+    def args(self):
+        """The Problem arguments that rebuild this topology (arrays; inf kept as a float)."""
+        d = {"node": self.node, "node_bandwidth": self.node_bandwidth}
+        if self.rack is not None:
+            d.update(rack=self.rack, rack_bandwidth=self.rack_bandwidth)
+        return d
+
+    def restrict(self, workers):
+        """The topology of ``workers`` alone (node and rack ids kept; trailing empty ones dropped)."""
+        node = self.node[workers]
+        N = int(node.max()) + 1 if node.size else 0
+        if self.rack is None:
+            return Topology(node, self.node_bandwidth[:N], None, None, self.bandwidth)
+        rack = self.rack[:N]
+        R = int(rack.max()) + 1 if rack.size else 0
+        return Topology(node, self.node_bandwidth[:N], rack, self.rack_bandwidth[:R], self.bandwidth)
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        for v in state.values():
+            if isinstance(v, np.ndarray):
+                v.setflags(write=False)
+
+
+def _frozen(arr):
+    arr = np.ascontiguousarray(arr)
+    arr.setflags(write=False)
+    return arr
+
+
+def spans(topology, worker_job, n_jobs):
+    """Nodes and racks each job's workers span, and the bandwidth its ring runs at.
+
+    Parameters
+    ----------
+    topology : Topology
+    worker_job : ndarray of int64, shape (R, K) or (K,)
+    n_jobs : int
+
+    Returns
+    -------
+    nodes, racks : ndarray of int64, shape (R, S) (or (S,))
+        Distinct nodes and racks (second-level domains) holding the job's workers (0 without worker).
+    bandwidth : ndarray of float64, shape (R, S) (or (S,))
+        The bandwidth of the smallest domain holding all of them: its node's
+        ``node_bandwidth`` on one node, else its rack's ``rack_bandwidth`` in one
+        rack, else the top level's (also for a job without worker).
+    """
+    one = np.ndim(worker_job) == 1
+    wj = np.atleast_2d(worker_job)
+    Rw, K = wj.shape
+    S = n_jobs
+    rows, ks = np.nonzero(wj >= 0)
+    cell = rows * S + wj[rows, ks]
+    nd = topology.node[ks]
+    rk = topology.node_rack[nd]
+    N, NR = max(topology.n_nodes, 1), max(int(topology.node_rack.max()) + 1 if topology.n_nodes else 1, 1)
+    nodes = np.bincount(np.unique(cell * N + nd) // N, minlength=Rw * S)
+    racks = np.bincount(np.unique(cell * NR + rk) // NR, minlength=Rw * S)
+    first = np.full(Rw * S, -1, dtype=np.int64)
+    first[cell[::-1]] = nd[::-1]  # the node of each job's lowest-indexed worker
+    bw = np.full(Rw * S, topology.bandwidth)
+    in_rack = (racks == 1) & (nodes > 1)
+    if topology.rack is not None and in_rack.any():
+        bw[in_rack] = topology.rack_bandwidth[topology.node_rack[first[in_rack]]]
+    in_node = nodes == 1
+    bw[in_node] = topology.node_bandwidth[first[in_node]]
+    shape = (S,) if one else (Rw, S)
+    return nodes.reshape(shape), racks.reshape(shape), bw.reshape(shape)
+
+
+class HierarchicalRing:
+    """Ring all-reduce on a cluster of nodes and racks (docs/model.md §1.6).
+
+    Job ``i`` on ``n`` workers communicates ``(T_i D_i / b) * 2 (n-1)/n``
+    seconds, ``b`` the bandwidth of the smallest domain (node, rack, cluster)
+    holding all of its workers (:func:`spans`).  A job on the top level costs
+    what :class:`RingAllReduce` at ``bandwidth`` gives, bit for bit.
+
+    Parameters
+    ----------
+    iterations, grad_bytes : ndarray of float64, shape (S,)
+    topology : Topology
+
+    Attributes
+    ----------
+    coef : ndarray of float64, shape (S,)
+        ``T_i D_i / bandwidth``: the top level's (the flat model's) coefficient.
+    volume : ndarray of float64, shape (S,)
+        ``T_i D_i``, bytes each worker sends and receives in all, over ``2 (n-1)/n``.
+    floor_scale : ndarray of float64, shape (K + 1,)
+        ``2 (n-1)/n / b*(n)``, ``b*(n)`` the largest bandwidth of a domain with
+        at least ``n`` workers: ``volume[i] * floor_scale[n]`` is a lower bound
+        of job ``i``'s communication on any ``n`` workers.
+    by_size : bool
+        False: the time depends on which workers a job has.
+    """
+
+    by_size = False
+
+    def __init__(self, iterations, grad_bytes, topology):
+        self.topology = topology
+        self.volume = _frozen(iterations * grad_bytes)
+        self.coef = _frozen(self._at(topology.bandwidth))
+        K = topology.node.size
+        node_size = np.bincount(topology.node, minlength=topology.n_nodes)
+        caps = [(K, topology.bandwidth)]
+        caps += list(zip(node_size.tolist(), topology.node_bandwidth.tolist()))
+        if topology.rack is not None:
+            rack_size = np.bincount(topology.rack, weights=node_size, minlength=topology.n_racks).astype(np.int64)
+            caps += list(zip(rack_size.tolist(), topology.rack_bandwidth.tolist()))
+        best = np.zeros(K + 2)
+        for cap, b in caps:  # b*(n) = max over domains with cap >= n: a suffix maximum
+            best[cap] = max(best[cap], b)
+        best = np.maximum.accumulate(best[::-1])[::-1][: K + 1]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            scale = np.where(np.isinf(best), 0.0, ring_fraction(np.arange(K + 1)) / best)
+        self.floor_scale = _frozen(scale)
+
+    def _at(self, b):
+        """``T_i D_i / b`` (0 where ``b`` is inf), elementwise over jobs (or broadcast with ``b``)."""
+        return np.where(np.isinf(b), 0.0, self.volume / np.where(np.isinf(b), 1.0, b))
+
+    def at_bandwidth(self, jobs, n, b):
+        """Communication of ``jobs[t]`` on ``n[t]`` workers whose ring runs at ``b[t]`` bytes/s (elementwise)."""
+        b = np.asarray(b, dtype=np.float64)
+        coef = np.where(np.isinf(b), 0.0, self.volume[jobs] / np.where(np.isinf(b), 1.0, b))
+        return coef * ring_fraction(n)
+
+    def time(self, jobs, n, worker_job=None):
+        """Communication time of ``jobs[t]`` on ``n[t]`` workers of ``worker_job`` (required here)."""
+        if worker_job is None:
+            raise ValueError("a topology's communication depends on the workers: pass worker_job")
+        S = len(self.volume)
+        bw = spans(self.topology, worker_job, S)[2]
+        jobs = np.asarray(jobs)
+        b = bw[jobs] if bw.ndim == 1 else np.take_along_axis(bw, jobs, axis=1)  # jobs: (R, S') with (R, K)
+        return self.at_bandwidth(jobs, n, b)
+
+    def table(self, n_workers):
+        """ndarray (S, K + 1): the top level's time of every job on ``0..n_workers`` workers (the flat model)."""
+        return self.coef[:, None] * ring_fraction(np.arange(n_workers + 1))[None, :]
+
+    def floor(self, jobs, n):
+        """A lower bound of ``jobs[t]``'s communication on any ``n[t]`` workers: ``volume * floor_scale[n]``."""
+        return self.volume[jobs] * self.floor_scale[n]
 
 
 def comm_cost(problem, jobs, n, worker_job=None):

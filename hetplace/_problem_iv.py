@@ -750,3 +750,97 @@ def _weight_iv(weight, n_jobs, names):
     (work at most 1e30 * 2**53) and ``sum(weight)`` cannot overflow.
     """
     return _per_job(weight, "weight", n_jobs, positive=True, names=names)
+
+
+class _TopologyInputs(NamedTuple):
+    """What :func:`_topology_iv` returns: fresh arrays in canonical dtypes."""
+
+    node: np.ndarray  # (K,) int64, the node of every worker
+    node_bandwidth: np.ndarray  # (N,) float64, N = node.max() + 1
+    rack: "np.ndarray | None"  # (N,) int64, the rack of every node, or None
+    rack_bandwidth: "np.ndarray | None"  # (R,) float64, R = rack.max() + 1, or None
+
+
+def _ids(value, name, length, owner, shape_text):
+    """``value`` as a (length,) int64 array of non-negative whole ids, or raise naming ``name``."""
+    raw = as_real_array(value, name, what=f"whole non-negative {owner} ids", shape_text=shape_text,
+                        error=InvalidProblemTypeError)
+    if raw.ndim != 1 or raw.shape[0] != length:
+        raise InvalidProblemError(f"{name} must have {shape_text}; got shape {raw.shape}.")
+    arr = _to_float(raw, name, fix=f"Number the {owner}s 0, 1, 2, ...")
+    bad = np.flatnonzero(~np.isfinite(arr) | (arr != np.round(arr)) | (arr < 0))
+    if bad.size:
+        k = int(bad[0])
+        raise InvalidProblemError(
+            f"{name} must hold whole numbers >= 0 ({owner} ids); got {raw.tolist()[k]!r} at index {k}. "
+            f"Number the {owner}s 0, 1, 2, ..."
+        )
+    if length and arr.max() >= length + MAX_WORKERS:
+        raise InvalidProblemError(
+            f"{name} holds the id {raw.tolist()[int(np.argmax(arr))]!r}; ids must be below "
+            f"{length + MAX_WORKERS:,}. Number the {owner}s 0, 1, 2, ..."
+        )
+    return arr.astype(np.int64)
+
+
+def _link_bandwidth(value, name, count, owner):
+    """A scalar or per-``owner`` bandwidth (bytes/s) as a (count,) float64 array: > 0, inf allowed, or raise."""
+    if value is None:
+        raise InvalidProblemError(
+            f"{name} is required with {owner}s: pass the bytes/s of the links inside a {owner} "
+            f"(one number, or one per {owner}: {count})."
+        )
+    raw = as_real_array(value, name, what="a number of bytes/s", shape_text=f"a number or one per {owner} ({count},)",
+                        error=InvalidProblemTypeError)
+    arr = _to_float(raw, name)
+    if arr.ndim == 0:
+        arr = np.full(count, float(arr))
+    elif arr.shape != (count,):
+        raise InvalidProblemError(
+            f"{name} must be one number of bytes/s or one per {owner} (shape ({count},): {owner} ids "
+            f"0..{count - 1}); got shape {arr.shape}."
+        )
+    bad = np.flatnonzero(~(arr > 0))
+    if bad.size:
+        raise InvalidProblemError(
+            f"{name} must be > 0 bytes/s for every {owner} (math.inf: free links); got "
+            f"{float(arr[bad[0]])!r} for {owner} {int(bad[0])}."
+        )
+    fin = arr[np.isfinite(arr)]
+    if fin.size:
+        check_real_range(name, fin, error=InvalidProblemError, fix=_RANGE_FIX)
+    return arr
+
+
+def _topology_iv(node, node_bandwidth, rack, rack_bandwidth, K):
+    """Validate the network topology of a Problem (docs/model.md §1.6); None without one.
+
+    ``node``: the node of every worker (workers listed type by type), whole
+    ids >= 0, N = max + 1 nodes (an id no worker has is an empty node).
+    ``node_bandwidth``: bytes/s inside a node, a number or (N,).  ``rack``: the
+    rack of every node, (N,); ``rack_bandwidth``: bytes/s between the nodes of
+    a rack, a number or (R,).  Every parameter is checked; one given without
+    the one it belongs to is an error.
+    """
+    if node is None:
+        for name, value in (("node_bandwidth", node_bandwidth), ("rack", rack), ("rack_bandwidth", rack_bandwidth)):
+            if value is not None:
+                raise InvalidProblemError(
+                    f"{name} was given without node: give node (the node of every worker) too, "
+                    f"or leave {name} out."
+                )
+        return None
+    nd = _ids(node, "node", K, "node", f"one node id per worker, shape ({K},)")
+    N = int(nd.max()) + 1 if K else 0
+    nbw = _link_bandwidth(node_bandwidth, "node_bandwidth", N, "node")
+    if rack is None:
+        if rack_bandwidth is not None:
+            raise InvalidProblemError(
+                "rack_bandwidth was given without rack: give rack (the rack of every node) too, "
+                "or leave rack_bandwidth out."
+            )
+        return _TopologyInputs(nd, nbw, None, None)
+    rk = _ids(rack, "rack", N, "rack", f"one rack id per node, shape ({N},) (node ids 0..{N - 1})")
+    R = int(rk.max()) + 1 if N else 0
+    rbw = _link_bandwidth(rack_bandwidth, "rack_bandwidth", R, "rack")
+    return _TopologyInputs(nd, nbw, rk, rbw)

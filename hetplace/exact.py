@@ -312,9 +312,21 @@ def _speed_refusal(problem, method):
     return None
 
 
+def _topology_refusal(problem, method):
+    """Why a method that prices jobs by their type counts (``method``) cannot run with a network topology."""
+    if problem.topology is None:
+        return None
+    return (
+        f"method='{method}' prices a job by how many workers of each type it has, but this problem has a "
+        "network topology (node=...): a job's communication depends on the nodes its workers are in "
+        "(docs/model.md §1.6). Use method='milp' (exact with a topology), method='brute' on tiny "
+        "problems, or method='auto'."
+    )
+
+
 def _dp_refusal(problem):
     """Why the DP cannot run on ``problem`` (None when it can)."""
-    why = _speed_refusal(problem, "dp")
+    why = _topology_refusal(problem, "dp") or _speed_refusal(problem, "dp")
     if why is not None:
         return why
     states, _ = dp_size(problem)
@@ -540,7 +552,9 @@ def solve_exact(
             )
     elif method == "auto":
         method = "milp"
-        if _dp_refusal(problem) is None and dp_size(problem)[1] <= AUTO_DP_MAX_WORK:
+        if problem.topology is not None:
+            pass  # the MILP is the exact method that prices the network (docs/model.md §1.6)
+        elif _dp_refusal(problem) is None and dp_size(problem)[1] <= AUTO_DP_MAX_WORK:
             method = "dp"
         elif _pruned_dp_refusal(problem) is None:
             method = "pruned-dp"
@@ -655,6 +669,8 @@ def _dp_keep(problem, members, stride):
 
 # ---------------------------------------------------------------- brute force
 def _solve_brute(problem, t0, time_limit, verbose):
+    if problem.topology is not None:
+        return _solve_brute_topology(problem, t0, time_limit, verbose)
     try:
         from ._core._brute import brute_force
     except ImportError as exc:
@@ -700,6 +716,55 @@ def _solve_brute(problem, t0, time_limit, verbose):
 
 
 # ---------------------------------------------------------------- MILP
+#: Assignments :func:`_solve_brute_topology` prices per numpy call.
+_BRUTE_CHUNK = 1 << 15
+
+
+def _solve_brute_topology(problem, t0, time_limit, verbose):
+    """Brute force with a network topology: every assignment, priced by :func:`hetplace._cost.price`.
+
+    The assignments are enumerated in the compiled brute force's order (worker
+    0's job varies slowest; -1 idle first, then the jobs), in chunks, and the
+    first one of least total wins.  Python between chunks, so Ctrl-C and
+    ``time_limit`` stop it at the next chunk.
+    """
+    S, K = problem.n_jobs, problem.n_workers
+    n = (S + 1) ** K
+    info = {"assignments": n}
+    deadline = math.inf if time_limit is None else t0 + time_limit
+    place = (S + 1) ** np.arange(K - 1, -1, -1, dtype=np.int64)
+    ok_worker = problem.available[None, :]
+    best_total, best_wj = math.inf, None
+    start = 0
+    while start < n:
+        code = np.arange(start, min(n, start + _BRUTE_CHUNK), dtype=np.int64)
+        wj = (code[:, None] // place[None, :]) % (S + 1) - 1
+        busy = wj >= 0
+        usable = ~busy | (ok_worker & (problem.throughput[np.maximum(wj, 0), problem.worker_type[None, :]] > 0))
+        rows = usable.all(axis=1)
+        if rows.any():
+            wj = np.ascontiguousarray(wj[rows])
+            with np.errstate(divide="ignore", invalid="ignore"):
+                total = price(problem, wj).total
+            r = int(np.argmin(total))
+            if total[r] < best_total:
+                best_total, best_wj = float(total[r]), wj[r].copy()
+        start += _BRUTE_CHUNK
+        if time.perf_counter() > deadline:
+            found = evaluate(problem, best_wj, method="exact", info=info) if best_wj is not None else None
+            msg = (f"time_limit={time_limit} s ran out before the enumeration ended; the best placement "
+                   "found is returned, not an optimum, and the bound is mean(jct_alone)")
+            return _greedy_result(problem, t0, "feasible", msg, float(np.mean(problem.jct_alone)), "brute",
+                                  "brute", info, verbose, best=found)
+    info["brute_total_jct"] = best_total
+    placement = evaluate(problem, best_wj, method="exact", info=info)
+    wall = time.perf_counter() - t0
+    if verbose:
+        print(f"brute force: {n:,} assignments, {wall:.3f} s")
+    return ExactResult("optimal", "optimal (exhaustive enumeration)", placement,
+                       placement.mean_jct, wall, "brute", "brute", info)
+
+
 def _worker_classes(problem, grouping):
     """Workers grouped by equal (type, speed), in worker-index order.
 
@@ -1379,7 +1444,7 @@ def _verify(problem, placement, status, msg, milp_objective, bound, incumbent, t
 # ---------------------------------------------------------------- pruned type DP
 def _pruned_dp_refusal(problem):
     """Why ``method="pruned-dp"`` cannot run on ``problem`` (None when it can)."""
-    why = _speed_refusal(problem, "pruned-dp")
+    why = _topology_refusal(problem, "pruned-dp") or _speed_refusal(problem, "pruned-dp")
     if why is not None:
         return why
     vectors, _ = dp_size(problem)

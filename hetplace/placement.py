@@ -6,11 +6,16 @@ import numpy as np
 
 from ._validation import as_real_array, is_real_scalar
 from .errors import InvalidOptionError, InvalidPlacementError, InvalidProblemTypeError, MissingDependencyError
-from ._cost import price, restarted
+from ._cost import price, restarted, spans
 from .problem import Problem, _compact
 
 __all__ = ["Placement", "evaluate", "is_feasible", "largest_remainder_shares", "restarted_jobs",
            "current_counts", "realise_counts"]
+
+
+def _json_float(x):
+    """``x`` as a float, or the string "inf" (JSON has no infinity)."""
+    return float(x) if math.isfinite(x) else "inf"
 
 
 def _check_problem(problem):
@@ -290,6 +295,15 @@ class Placement:
     fairness : float
         Jain's index of the slowdowns (1 = perfectly even).
     worst_slowdown : float
+    nodes_spanned, racks_spanned : ndarray of int64, shape (S,), or None
+        With a network topology (``problem.topology``): the nodes and racks
+        holding each job's workers (``racks_spanned`` None without racks); None
+        without a topology.
+    link_bandwidth : ndarray of float64, shape (S,)
+        The bandwidth each job's ring all-reduce runs at (docs/model.md §1.6):
+        its node's ``node_bandwidth`` when all its workers share a node, else
+        its rack's ``rack_bandwidth`` in one rack, else ``problem.bandwidth``;
+        ``inf`` for a job on one worker (it does not communicate).
     method : str
         What produced the placement.
     info : dict
@@ -335,6 +349,14 @@ class Placement:
         s = self.slowdown
         self.fairness = float(s.sum() ** 2 / (S * np.square(s).sum()))
         self.worst_slowdown = float(s.max())
+        if problem.topology is None:
+            self.nodes_spanned = self.racks_spanned = None
+            self.link_bandwidth = np.where(self.sizes >= 2, problem.bandwidth, math.inf)
+        else:
+            self.nodes_spanned, self.racks_spanned, bw = spans(problem.topology, worker_job, S)
+            if problem.topology.rack is None:
+                self.racks_spanned = None
+            self.link_bandwidth = np.where(self.sizes >= 2, bw, math.inf)
 
     @property
     def status(self):
@@ -433,6 +455,10 @@ class Placement:
                     "slowdown": float(self.slowdown[i]),
                     **({"restarted": bool(self.restarted[i]), "restart_loss": float(self.restart_loss[i])}
                        if p.replacing else {}),
+                    **({"nodes_spanned": int(self.nodes_spanned[i]),
+                        "link_bandwidth": _json_float(self.link_bandwidth[i])}
+                       if p.topology is not None else {}),
+                    **({"racks_spanned": int(self.racks_spanned[i])} if self.racks_spanned is not None else {}),
                 }
                 for i in range(p.n_jobs)
             ],
@@ -442,6 +468,7 @@ class Placement:
                     "type": p.type_names[p.worker_type[k]],
                     "speed": float(p.worker_speed[k]),
                     "job": None if self.worker_job[k] < 0 else p.job_names[self.worker_job[k]],
+                    **({"node": int(p.topology.node[k])} if p.topology is not None else {}),
                     "share": int(self.shares[k]),
                 }
                 for k in range(p.n_workers)
@@ -466,6 +493,9 @@ class Placement:
             "jct": self.jct,
             "slowdown": self.slowdown,
             **({"restarted": self.restarted, "restart_loss": self.restart_loss} if p.replacing else {}),
+            **({"nodes_spanned": self.nodes_spanned, "link_bandwidth": self.link_bandwidth}
+               if p.topology is not None else {}),
+            **({"racks_spanned": self.racks_spanned} if self.racks_spanned is not None else {}),
         }
         return pd.DataFrame(data).set_index("job")
 

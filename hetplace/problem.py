@@ -11,8 +11,9 @@ from collections.abc import Mapping
 import numpy as np
 
 # MAX_WORKERS, MAX_TABLE_CELLS and min_worker_flow keep their home here for callers (baselines, io, bench)
-from ._cost import RingAllReduce, comm_cost, job_time
+from ._cost import HierarchicalRing, RingAllReduce, Topology, comm_cost, job_time
 from ._problem_iv import (  # noqa: F401
+    _topology_iv,
     MAX_TABLE_CELLS, MAX_WORKERS, _compact, _problem_iv, _weight_iv, min_worker_flow,
 )
 from ._validation import is_real_scalar
@@ -23,7 +24,8 @@ __all__ = ["Problem", "MAX_WORKERS", "MAX_TABLE_CELLS"]
 #: Keys of :meth:`Problem.to_dict` (the parameters of :class:`Problem`).
 _REQUIRED_KEYS = ("throughput", "type_counts", "batch", "iterations")
 _OPTIONAL_KEYS = ("grad_bytes", "bandwidth", "worker_speed", "job_names", "type_names",
-                  "min_workers", "max_workers", "available", "current", "restart_time", "weight")
+                  "min_workers", "max_workers", "available", "current", "restart_time", "weight",
+                  "node", "node_bandwidth", "rack", "rack_bandwidth")
 
 
 def _index_arg(name, value, lo, hi, what):
@@ -206,6 +208,10 @@ class Problem:
         current: "np.typing.ArrayLike | None" = None,
         restart_time: "np.typing.ArrayLike | None" = None,
         weight: "np.typing.ArrayLike | None" = None,
+        node: "np.typing.ArrayLike | None" = None,
+        node_bandwidth: "float | np.typing.ArrayLike | None" = None,
+        rack: "np.typing.ArrayLike | None" = None,
+        rack_bandwidth: "float | np.typing.ArrayLike | None" = None,
     ) -> None:
         iv = _problem_iv(throughput, type_counts, batch, iterations, grad_bytes, bandwidth, worker_speed,
                          job_names, type_names, min_workers, max_workers, available, current, restart_time)
@@ -232,10 +238,19 @@ class Problem:
             self.class_speed = self.worker_speed
         self.work = _frozen(iters * iv.batch)
         self.uniform_speed = bool(np.all(speed == 1.0)) and self.n_available == K
-        self.comm_model = RingAllReduce(iters, grad, iv.bandwidth)
+        topo = _topology_iv(node, node_bandwidth, rack, rack_bandwidth, K)
+        if topo is None:
+            self.topology = None
+            self.comm_model = RingAllReduce(iters, grad, iv.bandwidth)
+        else:
+            self.topology = Topology(topo.node, topo.node_bandwidth, topo.rack, topo.rack_bandwidth, iv.bandwidth)
+            self.comm_model = HierarchicalRing(iters, grad, self.topology)
         coef = self.comm_coef = self.comm_model.coef
         # 2 (n-1)/n >= 1 for n >= 2, so a positive coefficient is positive communication
         self.has_communication = bool(K >= 2 and np.any(coef > 0))
+        if topo is not None:  # any finite link can carry a ring
+            self.has_communication = bool(K >= 2 and np.any(self.comm_model.floor_scale > 0)
+                                          and np.any(self.comm_model.volume > 0))
         lo, hi = iv.min_workers, iv.max_workers
         self.min_workers = _frozen(lo)
         self.max_workers = _frozen(hi)
@@ -261,6 +276,7 @@ class Problem:
                 min_workers=self.min_workers, max_workers=self.max_workers, available=self.available,
                 current=self.current if self.replacing else None,
                 restart_time=self.restart_time * v if self.replacing else None,
+                **self._topology_dict(),
             )
         except InvalidProblemError as exc:
             raise InvalidProblemError(
@@ -292,7 +308,7 @@ class Problem:
                 for v in value:  # the worker classes
                     v.setflags(write=False)
         self.__dict__.update(state)
-        for name, default in (("weight", None), ("_objective", None), ("objective_scale", 1.0)):
+        for name, default in (("weight", None), ("_objective", None), ("objective_scale", 1.0), ("topology", None)):
             self.__dict__.setdefault(name, default)  # a Problem pickled before job weights
 
     def _set_restart(self, cur, rt):
@@ -406,6 +422,8 @@ class Problem:
     @property
     def jct_alone(self):
         """ndarray (S,): each job's best JCT with the whole cluster to itself (docs/model.md §1.3)."""
+        if self._jct_alone is None and self.topology is not None:
+            self._jct_alone = _frozen(self._jct_alone_topology())
         if self._jct_alone is None:
             # Workers of one type and speed are interchangeable, so each job's throughputs
             # sorted fastest first are its class values, sorted, each repeated by the class
@@ -425,6 +443,48 @@ class Problem:
                 out[i] = jct.min()
             self._jct_alone = _frozen(out)
         return self._jct_alone
+
+    def _jct_alone_topology(self):
+        """``jct_alone`` with a topology: the best over every domain (node, rack, cluster) of its best size.
+
+        Inside a domain the job takes its fastest workers there, and its ring
+        runs at least at that domain's bandwidth (a smaller domain is another
+        candidate), so the best over domains is the job's best JCT alone.
+        Domains with the same bandwidth and workers (by class) are priced once.
+        """
+        topo, model = self.topology, self.comm_model
+        _, _, class_of = self.worker_classes
+        up = np.flatnonzero(self.available)
+        domains = [(up, topo.bandwidth)]
+        groups = [(topo.node[up], topo.node_bandwidth)]
+        if topo.rack is not None:
+            groups.append((topo.rack[topo.node[up]], topo.rack_bandwidth))
+        for ids, bws in groups:
+            order = np.lexsort((class_of[up], ids))
+            ids_sorted = ids[order]
+            cuts = np.flatnonzero(np.diff(ids_sorted)) + 1
+            seen = set()
+            for part in np.split(up[order], cuts):
+                if part.size == 0:
+                    continue
+                b = float(bws[ids[np.searchsorted(up, part[0])]])
+                key = (b, class_of[part].tobytes())
+                if key not in seen:
+                    seen.add(key)
+                    domains.append((part, b))
+        out = np.full(self.n_jobs, np.inf)
+        for workers, b in domains:
+            rates = self._class_rates(workers)
+            for i in range(self.n_jobs):
+                r = np.sort(rates[i][rates[i] > 0])[::-1][: self.max_workers[i]]
+                if r.size < self.min_workers[i]:
+                    continue
+                n = np.arange(1, r.size + 1)
+                jobs = np.full(n.size, i)
+                comm = model.at_bandwidth(jobs, n, np.full(n.size, b))
+                comm[n < self.min_workers[i]] = math.inf
+                out[i] = min(out[i], float(job_time(self, jobs, np.cumsum(r), n, comm=comm).min()))
+        return out
 
     def job_jct(self, job, throughput_sum, n_workers):
         """JCT of ``job`` given its aggregate throughput and number of workers.
@@ -449,6 +509,12 @@ class Problem:
             An index, throughput or size outside those ranges (a bool, a float
             index or a string too).
         """
+        if self.topology is not None:
+            raise InvalidProblemError(
+                "job_jct prices a job by its size alone, but this problem has a network topology (node=...): "
+                "its communication depends on which nodes the workers are in. Price a placement with "
+                "hetplace.evaluate(problem, worker_job) instead."
+            )
         job = _index_arg("job", job, 0, self.n_jobs - 1, "a job index")
         n = _index_arg("n_workers", n_workers, int(self.min_workers[job]), int(self.max_workers[job]),
                        f"a number of workers job {job} can use (its min_workers..max_workers)")
@@ -464,7 +530,12 @@ class Problem:
             self.throughput, self.type_counts, self.batch, self.iterations, self.grad_bytes,
             self.bandwidth, worker_speed, self.job_names, self.type_names,
             **self._bounds_dict(), **self._available_dict(), **self._restart_dict(), **self._weight_dict(),
+            **self._topology_dict(),
         )
+
+    def _topology_dict(self):
+        """``node``, ``node_bandwidth`` (and ``rack``, ``rack_bandwidth``) as Problem arguments, or ``{}``."""
+        return {} if self.topology is None else self.topology.args()
 
     def _weight_dict(self):
         """``{"weight": [...]}`` when the problem is weighted, else ``{}``."""
@@ -484,6 +555,7 @@ class Problem:
             self.worker_speed[workers], [self.job_names[j] for j in jobs], self.type_names,
             min_workers=self.min_workers[jobs], max_workers=self.max_workers[jobs],
             available=self.available[workers] if self.n_available < self.n_workers else None,
+            **(self.topology.restrict(workers).args() if self.topology is not None else {}),
         )
 
     def _restart_dict(self):
@@ -526,6 +598,7 @@ class Problem:
             **self._available_dict(),
             **self._restart_dict(),
             **self._weight_dict(),
+            **({} if self.topology is None else self.topology.to_dict()),
         }
 
     @classmethod
@@ -554,6 +627,12 @@ class Problem:
             )
         if data.get("bandwidth") == "inf":
             data["bandwidth"] = math.inf
+        for key in ("node_bandwidth", "rack_bandwidth"):  # "inf" as Topology.to_dict writes it
+            v = data.get(key)
+            if isinstance(v, str) and v == "inf":
+                data[key] = math.inf
+            elif isinstance(v, list):
+                data[key] = [math.inf if isinstance(x, str) and x == "inf" else x for x in v]
         return cls(**data)
 
     def __repr__(self):
@@ -563,6 +642,9 @@ class Problem:
         avail = "" if not down else f", available={self.n_available} ({down} down: {_compact(np.flatnonzero(~self.available))})"
         run = "" if not self.replacing else f", running={int(self.running.sum())}"
         run += "" if self.weight is None else ", weighted"
+        if self.topology is not None:
+            t = self.topology
+            run += f", nodes={t.n_nodes}" + ("" if t.rack is None else f", racks={t.n_racks}")
         return (
             f"Problem(n_jobs={self.n_jobs}, n_types={self.n_types}, n_workers={self.n_workers}, "
             f"type_counts={_compact(self.type_counts)}, communication={comm}, speeds={speeds}{avail}{run})"

@@ -135,6 +135,75 @@ def tiny_random(seed, n_workers=None, n_jobs=None, n_types=None, comm=None, spee
     return base
 
 
+def tiny_topology(seed, n_workers=None, n_jobs=None, racks=None, speeds=None, bounds=False, restarts=False,
+                  weights=False):
+    """A small random problem with a network topology: 2-3 nodes, 1-2 racks (docs/model.md §1.6).
+
+    Nodes hold one type each (mostly) or two; the links inside a node are
+    10-40x faster than between nodes, a rack's links between the two; the
+    all-reduce of a job spread over nodes is comparable to its compute.
+
+    Parameters
+    ----------
+    seed : int
+    n_workers, n_jobs : int, optional
+        Default: K in 3..7, S in 1..min(K, 3).
+    racks : bool, optional
+        Give a rack level (two racks when there are 3 nodes). Default: drawn.
+    speeds, bounds, restarts, weights : bool
+        Per-worker speeds; random ``min_workers``/``max_workers``; a running
+        placement with restart times; job weights.
+
+    Returns
+    -------
+    Problem
+    """
+    rng = np.random.default_rng([seed, 707])
+    K = int(n_workers if n_workers is not None else rng.integers(3, 8))
+    S = int(n_jobs if n_jobs is not None else rng.integers(1, min(K, 3) + 1))
+    racks = bool(rng.random() < 0.5) if racks is None else bool(racks)
+    n_nodes = int(rng.integers(2, min(3, K) + 1))
+    sizes = _split(rng, K, n_nodes)
+    G = int(rng.integers(1, min(n_nodes, 2) + 1))
+    node_type = np.sort(rng.integers(0, G, n_nodes)) if G > 1 else np.zeros(n_nodes, dtype=int)
+    node_type[-1] = G - 1
+    node_type[0] = 0
+    # workers are listed type by type: nodes of type 0 first
+    order = np.argsort(node_type, kind="stable")
+    node = np.concatenate([np.full(sizes[v], v) for v in order])
+    counts = np.bincount(node_type, weights=sizes, minlength=G).astype(int)
+    rho = rng.uniform(1.0, 10.0, (S, G))
+    batch = rng.integers(8, 257, S)
+    iters = rng.integers(100, 2001, S).astype(float)
+    bw = 1e9
+    grad = rng.uniform(0.05, 1.5, S) * batch / rho.mean(axis=1) * bw
+    kw = {"node": node, "node_bandwidth": rng.uniform(10, 40, n_nodes) * bw}
+    if racks:
+        kw["rack"] = (np.arange(n_nodes) >= 2).astype(int) if n_nodes == 3 else np.zeros(n_nodes, dtype=int)
+        kw["rack_bandwidth"] = rng.uniform(2, 8) * bw
+    speed = rng.choice([0.5, 1.0], K) if speeds else None
+    if bounds:
+        lo = rng.integers(1, 3, S)
+        kw["min_workers"] = np.minimum(lo, max(1, K // max(S, 1)))
+        kw["max_workers"] = kw["min_workers"] + rng.integers(0, 3, S)
+    if weights:
+        kw["weight"] = rng.uniform(0.2, 3.0, S)
+    if restarts:
+        cur = np.full(K, -1)
+        perm = rng.permutation(K)
+        for t, k in enumerate(perm[: min(K, 2 * S)]):
+            if rng.random() < 0.7:
+                cur[k] = t % S
+        kw["current"] = cur
+        kw["restart_time"] = rng.uniform(0.0, 0.3, S) * iters * batch / rho.mean(axis=1)
+    try:
+        return Problem(rho, counts, batch, iters, grad, bw, speed, **kw)
+    except InvalidProblemError:  # bounds or a running placement that cannot fit: drop them
+        for key in ("min_workers", "max_workers", "current", "restart_time"):
+            kw.pop(key, None)
+        return Problem(rho, counts, batch, iters, grad, bw, speed, **kw)
+
+
 def idle_optimal(seed, n_workers=None):
     """A small problem where communication makes idle workers worthwhile.
 

@@ -37,10 +37,31 @@ def mean_jct_reference(problem, worker_job):
             return math.inf  # outside the job's size bounds (Problem(min_workers=, max_workers=))
         t_c = problem.batch[i] / X
         t_m = 0.0
-        if n > 1 and math.isfinite(problem.bandwidth):
-            t_m = 2.0 * (n - 1) / n * problem.grad_bytes[i] / problem.bandwidth
+        b = link_bandwidth_reference(problem, workers)
+        if n > 1 and math.isfinite(b):
+            t_m = 2.0 * (n - 1) / n * problem.grad_bytes[i] / b
         total += problem.iterations[i] * (t_c + t_m)
     return total / S
+
+
+def link_bandwidth_reference(problem, workers):
+    """The bandwidth a ring over ``workers`` runs at (docs/model.md §1.6), from the definition.
+
+    Without a topology: ``problem.bandwidth``.  With one: the node's bandwidth
+    when every worker is in one node, else the rack's when every node is in one
+    rack, else ``problem.bandwidth``.
+    """
+    topo = getattr(problem, "topology", None)
+    if topo is None:
+        return problem.bandwidth
+    nodes = {int(topo.node[k]) for k in workers}
+    if len(nodes) == 1:
+        return float(topo.node_bandwidth[nodes.pop()])
+    if topo.rack is not None:
+        racks = {int(topo.rack[v]) for v in nodes}
+        if len(racks) == 1:
+            return float(topo.rack_bandwidth[racks.pop()])
+    return problem.bandwidth
 
 
 def restarted_reference(problem, worker_job):
@@ -91,8 +112,9 @@ def _job_jct_reference(problem, worker_job, i):
         X += r
     n = len(workers)
     t_m = 0.0
-    if n > 1 and math.isfinite(problem.bandwidth):
-        t_m = 2.0 * (n - 1) / n * problem.grad_bytes[i] / problem.bandwidth
+    b = link_bandwidth_reference(problem, workers)
+    if n > 1 and math.isfinite(b):
+        t_m = 2.0 * (n - 1) / n * problem.grad_bytes[i] / b
     return problem.iterations[i] * (problem.batch[i] / X + t_m)
 
 
