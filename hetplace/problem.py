@@ -450,38 +450,36 @@ class Problem:
         Inside a domain the job takes its fastest workers there, and its ring
         runs at least at that domain's bandwidth (a smaller domain is another
         candidate), so the best over domains is the job's best JCT alone.
-        Domains with the same bandwidth and workers (by class) are priced once.
+        Domains work on worker classes (type and speed): one with the same
+        bandwidth and class counts as another is priced once.
         """
-        topo, model = self.topology, self.comm_model
-        _, _, class_of = self.worker_classes
-        up = np.flatnonzero(self.available)
-        domains = [(up, topo.bandwidth)]
-        groups = [(topo.node[up], topo.node_bandwidth)]
+        topo = self.topology
+        members, starts, class_of = self.worker_classes
+        C = starts.size - 1
+        values = self._class_rates(members[starts[:-1]])  # (S, C)
+        up = self.available
+        domains = {(topo.bandwidth, np.bincount(class_of[up], minlength=C).tobytes())}
+        levels = [(topo.node, topo.node_bandwidth, topo.n_nodes)]
         if topo.rack is not None:
-            groups.append((topo.rack[topo.node[up]], topo.rack_bandwidth))
-        for ids, bws in groups:
-            order = np.lexsort((class_of[up], ids))
-            ids_sorted = ids[order]
-            cuts = np.flatnonzero(np.diff(ids_sorted)) + 1
-            seen = set()
-            for part in np.split(up[order], cuts):
-                if part.size == 0:
-                    continue
-                b = float(bws[ids[np.searchsorted(up, part[0])]])
-                key = (b, class_of[part].tobytes())
-                if key not in seen:
-                    seen.add(key)
-                    domains.append((part, b))
+            levels.append((topo.rack[topo.node], topo.rack_bandwidth, topo.n_racks))
+        for ids, bws, count in levels:
+            counts = np.zeros((count, C), dtype=np.int64)
+            np.add.at(counts, (ids[up], class_of[up]), 1)
+            for d in np.flatnonzero(counts.any(axis=1)):
+                domains.add((float(bws[d]), counts[d].tobytes()))
         out = np.full(self.n_jobs, np.inf)
-        for workers, b in domains:
-            rates = self._class_rates(workers)
+        for b, raw in sorted(domains):
+            m = np.frombuffer(raw, dtype=np.int64)
             for i in range(self.n_jobs):
-                r = np.sort(rates[i][rates[i] > 0])[::-1][: self.max_workers[i]]
+                order = np.argsort(-values[i], kind="stable")
+                v, cnt = values[i, order], m[order]
+                keep = (v > 0) & (cnt > 0)
+                r = np.repeat(v[keep], cnt[keep])[: self.max_workers[i]]
                 if r.size < self.min_workers[i]:
                     continue
                 n = np.arange(1, r.size + 1)
                 jobs = np.full(n.size, i)
-                comm = model.at_bandwidth(jobs, n, np.full(n.size, b))
+                comm = self.comm_model.at_bandwidth(jobs, n, np.full(n.size, b))
                 comm[n < self.min_workers[i]] = math.inf
                 out[i] = min(out[i], float(job_time(self, jobs, np.cumsum(r), n, comm=comm).min()))
         return out
