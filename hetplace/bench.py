@@ -49,7 +49,7 @@ from ._executors import (  # re-exported: hetplace.bench is their documented hom
 from .api import METHODS
 from .data import gavel_path as _gavel_path
 from .errors import InvalidOptionError, MissingDependencyError
-from .instances import FAMILIES as _FAMILIES
+from .instances import ALL_FAMILIES as _ALL_FAMILIES, FAMILIES as _FAMILIES
 from .problem import MAX_WORKERS
 
 __all__ = [
@@ -86,7 +86,7 @@ COLUMNS = (
 #: Columns that depend on the machine's load (all others are deterministic).
 TIMING_COLUMNS = ("wall_time", "ref_wall_time", "lb_wall_time")
 
-_NEEDS_GAVEL = ("gavel", "speeds")
+_NEEDS_GAVEL = ("gavel", "speeds", "topology")
 
 
 def default_gavel_path():
@@ -169,7 +169,7 @@ class SweepSpec:
         from .exact import METHODS as EXACT_METHODS, SOLVERS
 
         set_ = object.__setattr__
-        set_(self, "families", _str_tuple("families", self.families, _FAMILIES))
+        set_(self, "families", _str_tuple("families", self.families, _ALL_FAMILIES))
         set_(self, "methods", _str_tuple("methods", self.methods, tuple(METHODS)))
         set_(self, "K", _int_tuple("K", self.K, 1, MAX_WORKERS))  # the generators' limits, checked up front
         set_(self, "S", _int_tuple("S", self.S, 1, MAX_WORKERS))
@@ -472,7 +472,7 @@ def summary_markdown(result):
             groups.setdefault(keyf(r), {}).setdefault(r["method"], []).append(r)
         lines += [f"## {title}", "", f"| {label} | " + " | ".join(methods) + " |",
                   "|---" * (len(methods) + 1) + "|"]
-        for gk in sorted(groups, key=lambda g: tuple((0, x) if isinstance(x, int) else (1, _FAMILIES.index(x)) for x in g)):
+        for gk in sorted(groups, key=lambda g: tuple((0, x) if isinstance(x, int) else (1, _ALL_FAMILIES.index(x)) for x in g)):
             name = (", " if isinstance(gk[0], str) else " x ").join(str(x) for x in gk)
             lines.append(f"| {name} | " + " | ".join(_cell(groups[gk].get(m, [])) for m in methods) + " |")
         lines.append("")

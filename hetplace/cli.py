@@ -72,7 +72,7 @@ def _build_parser():
     from .bench import ALL_METHODS, DEFAULT_GAVEL, EXECUTORS
     from .data import example_path
     from .exact import SOLVER_NAMES
-    from .instances import FAMILIES
+    from .instances import ALL_FAMILIES
     from .online.trace import JOB_TABLES
 
     methods = sorted(METHODS)
@@ -124,8 +124,9 @@ def _build_parser():
     b.add_argument("--quick", action="store_true",
                    help="small preset (K 8 16 32 64, S 2 4 8, seed 0, exact time limit 5 s): under 2 minutes on 2 cores")
     b.add_argument("--out", default="bench-out", metavar="DIR", help="output folder (default: bench-out)")
-    b.add_argument("--families", nargs="+", choices=FAMILIES,
-                   help="instance families (default: all; synthetic only without a Gavel table)")
+    b.add_argument("--families", nargs="+", choices=ALL_FAMILIES,
+                   help="instance families (default: gavel speeds synthetic; synthetic only without a Gavel table; "
+                   "topology: nodes and racks, on request)")
     b.add_argument("--K", nargs="+", type=_positive_int, metavar="K", help="worker counts (default 8 16 32 64)")
     b.add_argument("--S", nargs="+", type=_positive_int, metavar="S", help="job counts (default 2 4 8 16); S > K skipped")
     b.add_argument("--methods", nargs="+", choices=methods, help=f"methods (default: {' '.join(ALL_METHODS)})")
@@ -340,9 +341,9 @@ def _bench(args, out, argv):
     else:
         gavel = bench.default_gavel_path()
         if gavel is None:
-            if args.families and any(f in ("gavel", "speeds") for f in args.families):
+            if args.families and any(f in ("gavel", "speeds", "topology") for f in args.families):
                 raise InvalidOptionError(
-                    f"families gavel and speeds need a Gavel table, and there is none at {bench.DEFAULT_GAVEL} "
+                    f"families gavel, speeds and topology need a Gavel table, and there is none at {bench.DEFAULT_GAVEL} "
                     f"(relative to {os.getcwd()}); pass --gavel PATH or --families synthetic."
                 )
             notes.append(
