@@ -347,10 +347,12 @@ class _NodePool:
         if key.size == 0:
             self.seg_class = self.seg_node = self.seg_next = self.seg_end = np.zeros(0, dtype=np.int64)
         self.class_segs = np.searchsorted(self.seg_class, np.arange(C + 1))
+        self.first_seg = self.class_segs[:-1].copy()  # segments of class c before it are empty
         pairs = zip(self.seg_class.tolist(), self.seg_node.tolist())
         self.seg_of = {(v, c): s for s, (c, v) in enumerate(pairs)}
         size = self.seg_end - self.seg_next
         self.in_class = np.bincount(self.seg_class, weights=size, minlength=C).astype(np.int64)
+        self.node_free = np.bincount(self.seg_node, weights=size, minlength=N).astype(np.int64)
         rk = self.node_rack[self.seg_node]
         self.in_rack = {}
         for r, c, m in zip(rk.tolist(), self.seg_class.tolist(), size.tolist()):
@@ -392,23 +394,33 @@ class _NodePool:
                 kind == "rack" and self.node_rack[v] == part[1])
         return inside(domain[0]) and (domain[1] is None or not inside(domain[1]))
 
-    def node_for(self, c, domain, own):
+    def node_for(self, c, domain, last, own):
         """The node to take a free worker of class ``c`` in ``domain`` from.
 
-        The lowest of the nodes ``own`` (the job's, ascending) that has one,
-        else the lowest node of the domain that has one.
+        The node ``last`` (the job's latest, or -1) when it has one, else the
+        first of the job's nodes ``own`` (a dict, in the order the job entered
+        them) that has one, else the lowest node of the domain that has one.
+        Nodes of ``own`` without any free worker are dropped from it for good.
         """
-        for v in own:
-            if self._contains(v, domain) and self._count(c, ("node", v)) > 0:
-                return v
         incl = domain[0]
         if incl[0] == "node":
             return incl[1]
+        if last >= 0 and self._contains(last, domain) and self._count(c, ("node", last)) > 0:
+            return last
+        for v in list(own):
+            if self.node_free[v] == 0:
+                del own[v]
+            elif self._contains(v, domain) and self._count(c, ("node", v)) > 0:
+                return v
         if incl[0] == "rack":
             for v in self.rack_nodes[incl[1]]:
                 if self._contains(v, domain) and self._count(c, ("node", v)) > 0:
                     return v
-        for s in range(int(self.class_segs[c]), int(self.class_segs[c + 1])):
+        s, end = int(self.first_seg[c]), int(self.class_segs[c + 1])
+        while s < end and self.seg_next[s] == self.seg_end[s]:  # skip the class's emptied segments for good
+            s += 1
+        self.first_seg[c] = s
+        for s in range(s, end):
             v = int(self.seg_node[s])
             if self.seg_next[s] < self.seg_end[s] and self._contains(v, domain):
                 return v
@@ -420,13 +432,14 @@ class _NodePool:
         return int(self.seg_node[lo + int(np.argmax(self.seg_end[lo:hi] - self.seg_next[lo:hi]))])
 
     def take(self, c, v):
-        """Take the lowest-index free worker of class ``c`` on node ``v``; return it and whether it was the last."""
+        """Take the lowest-index free worker of class ``c`` on node ``v``; return it."""
         s = self.seg_of[v, c]
         k = int(self.workers[self.seg_next[s]])
         self.seg_next[s] += 1
+        self.node_free[v] -= 1
         self.in_class[c] -= 1
         self.in_rack[self.node_rack[v], c] -= 1
-        return k, bool(self.seg_next[s] == self.seg_end[s])
+        return k
 
 
 def _greedy_topology(problem):
@@ -439,8 +452,9 @@ def _greedy_topology(problem):
     In a domain its best worker is its fastest free one, so its candidates
     are the fastest free worker of each domain, priced at that bandwidth
     (:func:`hetplace._cost.comm_cost_at`); it takes the cheapest (ties: the
-    innermost domain), from a node it already uses when it can, else from
-    the domain's lowest node, lowest index first.  The step gives the worker
+    innermost domain), from a node it already uses when it can (the one it
+    took its latest worker from first), else from the domain's lowest node,
+    lowest index first.  The step gives the worker
     to the job whose JCT drops most (ties: the lower job index) and stops
     when none drops.
 
@@ -531,15 +545,15 @@ def _greedy_topology(problem):
         return out
 
     def give(i, c, domain):
-        v = pool.node_for(c, domain, sorted(nodes[i]))
-        k, last = pool.take(c, v)
+        v = latest[i] = pool.node_for(c, domain, latest[i], open_nodes[i])
+        k = pool.take(c, v)
+        open_nodes[i][v] = True
         worker_job[k] = i
         X[i] += pool.value[i, c]
         n[i] += 1
         nodes[i][v] = nodes[i].get(v, 0) + 1
         r = int(topo.node_rack[v])
         rack_of[i][r] = rack_of[i].get(r, 0) + 1
-        return v, last
 
     def state(worker_job):
         busy = np.flatnonzero(worker_job >= 0)
@@ -547,14 +561,19 @@ def _greedy_topology(problem):
         X = np.bincount(js, weights=problem._rate(js, busy), minlength=S).astype(np.float64)  # int when empty
         n = np.bincount(js, minlength=S)
         nodes, rack_of = [{} for _ in range(S)], [{} for _ in range(S)]
+        latest[:] = [-1] * S
+        open_nodes[:] = [{} for _ in range(S)]
         for i, k in zip(js.tolist(), busy.tolist()):
             v = int(topo.node[k])
+            open_nodes[i][v] = True
             r = int(topo.node_rack[v])
             nodes[i][v] = nodes[i].get(v, 0) + 1
             rack_of[i][r] = rack_of[i].get(r, 0) + 1
         return X, n, nodes, rack_of
 
     # seed: min_workers per job, round-robin, biggest jobs first
+    latest = [-1] * S  # the node each job took its latest worker from
+    open_nodes = [{} for _ in range(S)]  # each job's nodes that may have free workers, in the order it entered them
     worker_job = np.full(problem.n_workers, -1, dtype=np.int64)
     pool = _NodePool(problem, worker_job)
     X, n, nodes, rack_of = state(worker_job)
@@ -585,13 +604,16 @@ def _greedy_topology(problem):
         X, n, nodes, rack_of = state(worker_job)
 
     # grow: the largest exactly priced drop of one job's time, until none drops
+    # A job's gain changes only when it grows, or falls when others take the workers its candidate
+    # counted on; so gains are refreshed lazily: the job on top is priced again when its candidate
+    # may be stale, and another job is taken when it falls (the same choice as pricing every job
+    # after every step).
     gain = np.full(S, -np.inf)
     best = [None] * S
-    best_class = np.full(S, -1, dtype=np.int64)
 
     def update(i):
         cand = best[i] = grow_candidate(i)
-        gain[i], best_class[i] = (-np.inf, -1) if cand is None else cand[:2]
+        gain[i] = -np.inf if cand is None else cand[0]
 
     for i in range(S):
         update(i)
@@ -600,16 +622,13 @@ def _greedy_topology(problem):
         if not gain[i] > 0:
             return worker_job
         g, c, domain, crosses = best[i]
-        if crosses:  # the workers it counted on may have gone since (a gain that only falls): price it again
+        if crosses or pool.count(c, domain) == 0:
             update(i)
             if gain[i] < g:
                 continue
-        v, last = give(i, c, domain)
+            g, c, domain, crosses = best[i]
+        give(i, c, domain)
         update(i)
-        if last:  # a domain of some job's candidate may have lost its last worker of class c
-            for j in np.flatnonzero(best_class == c).tolist():
-                if pool.count(c, best[j][2]) == 0:
-                    update(j)
 
 
 def keep_greedy_placement(problem):
