@@ -100,3 +100,27 @@ def test_jobs_start_in_separate_nodes():
 def test_place_and_the_exact_incumbent_use_it():
     p = tiny_topology(3)
     np.testing.assert_array_equal(hp.place(p, method="greedy").worker_job, baselines.greedy_placement(p))
+
+
+@pytest.mark.parametrize("lo", [1, 2])
+def test_a_seed_that_would_strand_a_job_falls_back_to_the_matching_or_flow(lo):
+    # job 0 (more work) prefers type 0, which job 1 needs: the round-robin seed strands job 1
+    p = hp.Problem([[10.0, 5.0], [3.0, 0.0]], [lo, 2 * lo], [64, 64], [1000.0, 10.0], grad_bytes=[1e8, 1e8],
+                   bandwidth=1e9, node=np.repeat(np.arange(3), lo), node_bandwidth=1e10, min_workers=[lo, lo])
+    wj = baselines.greedy_placement(p)
+    assert hp.is_feasible(p, wj)
+    np.testing.assert_array_equal(wj[:lo], 1)  # job 1 on the type-0 workers
+
+
+def test_down_workers_stay_idle():
+    for seed in range(40):
+        p = tiny_topology(seed, speeds=bool(seed % 2))
+        d = p.to_dict()
+        d["available"] = (np.random.default_rng(seed).random(p.n_workers) > 0.3).tolist()
+        try:
+            q = hp.Problem.from_dict(d)
+        except hp.InvalidProblemError:
+            continue  # too few workers left up
+        for fn in (baselines.greedy_placement, baselines.keep_greedy_placement):
+            wj = fn(q)
+            assert hp.is_feasible(q, wj) and (wj[~q.available] < 0).all()
