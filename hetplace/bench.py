@@ -297,8 +297,11 @@ def _run_instance(payload):
                         ref_bound=math.nan, ref_wall_time=time.perf_counter() - t0)
     # no proven optimum: the configuration LP's bound certifies the gaps (docs/model.md §4.8)
     best_bound = math.nan if ref is None or ref.bound is None else float(ref.bound)
+    if ref is not None and ref.objective is not None and best_bound > ref.objective:
+        best_bound = math.nan  # above a feasible placement's objective: not a bound (its message says why)
     lb_cols = dict(lb_status="", lb_bound=math.nan, lb_wall_time=math.nan)
-    if ref is None or ref.status != "optimal":
+    # lower_bound does not price a network topology yet: with one, no certified gap rather than a wrong one
+    if (ref is None or ref.status != "optimal") and problem.topology is None:
         t = time.perf_counter()
         try:
             lb = lower_bound(problem, time_limit=payload["exact_time_limit"])

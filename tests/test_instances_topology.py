@@ -85,3 +85,16 @@ def test_bench_accepts_the_family():
     assert spec.instances() == [("topology", 8, 2, 0)]
     with pytest.raises(InvalidOptionError, match="Gavel"):
         SweepSpec(families=("topology",), K=(8,), S=(2,), seeds=(0,), methods=("greedy",))
+
+
+def test_a_topology_sweep_runs_without_lying(tmp_path):
+    # the exact reference and lower_bound do not price a topology yet: no gap rather than a wrong one
+    from hetplace.bench import run_sweep
+
+    spec = SweepSpec(families=("topology",), K=(8,), S=(2,), seeds=(0,), methods=("greedy", "smp"),
+                     gavel=str(gavel_path()), exact_time_limit=20.0)
+    res = run_sweep(spec)
+    assert not res.errors
+    for row in res.rows:
+        assert math.isfinite(row["mean_jct"])
+        assert not row["gap"] < 0  # a gap below 0 would be a wrong reference
