@@ -71,6 +71,14 @@ def _check_cluster(spec):
     if spec.worker_speed is not None:
         assert spec.worker_speed.shape == (spec.n_workers,)
         assert ((spec.worker_speed > 0) & (spec.worker_speed <= 1)).all()
+    if spec.topology is not None:  # [[nodes]]: Problem(node=, node_bandwidth=, rack=, rack_bandwidth=) arguments
+        t = spec.topology
+        N = t["node_bandwidth"].size
+        assert t["node"].shape == (spec.n_workers,) and (t["node"] >= 0).all() and t["node"].max() == N - 1
+        assert (t["node_bandwidth"] > 0).all()
+        if "rack" in t:
+            assert t["rack"].shape == (N,) and t["rack"].max() == t["rack_bandwidth"].size - 1
+            assert (t["rack_bandwidth"] > 0).all()
 
 
 def _check_jobs(data, G):

@@ -24,8 +24,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["ring_fraction", "RingAllReduce", "Topology", "HierarchicalRing", "spans", "comm_cost", "job_time",
-           "aggregate", "restarted", "Priced", "price"]
+__all__ = ["ring_fraction", "RingAllReduce", "Topology", "HierarchicalRing", "spans", "comm_cost", "comm_cost_at",
+           "job_time", "aggregate", "restarted", "Priced", "price"]
 
 
 def ring_fraction(n):
@@ -290,8 +290,23 @@ def comm_cost(problem, jobs, n, worker_job=None):
     """``Problem.size_cost[jobs, n]``: the communication time, ``+inf`` for sizes ``0 < n < min_workers``
     and ``n > max_workers`` (arrays of one shape), without the dense table."""
     n = np.asarray(n)
-    out = problem.comm_model.time(jobs, n, worker_job)
-    return np.where((n > problem.max_workers[jobs]) | ((n > 0) & (n < problem.min_workers[jobs])), math.inf, out)
+    return _bounded(problem, jobs, n, problem.comm_model.time(jobs, n, worker_job))
+
+
+def comm_cost_at(problem, jobs, n, b):
+    """:func:`comm_cost` of ``jobs[t]`` on ``n[t]`` workers whose ring runs at ``b[t]`` bytes/s (a topology's).
+
+    ``HierarchicalRing.at_bandwidth`` with the size bounds: what a worker set
+    whose bottleneck bandwidth (:func:`spans`) is ``b`` costs, without
+    building the set (the topology-aware baselines price candidate workers so).
+    """
+    n = np.asarray(n)
+    return _bounded(problem, jobs, n, problem.comm_model.at_bandwidth(jobs, n, b))
+
+
+def _bounded(problem, jobs, n, comm):
+    """``comm`` with ``+inf`` where ``0 < n < min_workers`` or ``n > max_workers``."""
+    return np.where((n > problem.max_workers[jobs]) | ((n > 0) & (n < problem.min_workers[jobs])), math.inf, comm)
 
 
 def job_time(problem, jobs, X, n, table=None, worker_job=None, comm=None):

@@ -15,11 +15,15 @@ after rounding; workers of one class are taken lowest index first).  This is
 the worker-level rule "fastest free worker, ties to the lower index" on every
 instance without such rounding ties, and costs O(K log K + S C) instead of
 O(K^2) (benchmarks/bench_baselines.py).
+
+With a network topology the greedy baselines price every step exactly in the
+topology model (:func:`_greedy_topology`, on :class:`_NodePool`: the free
+workers by class and node); the other baselines ignore the topology.
 """
 
 import numpy as np
 
-from ._cost import job_time
+from ._cost import comm_cost_at, job_time
 from ._problem_iv import augmenting_assignment
 
 __all__ = ["equal_sizes", "equal_placement", "random_placement", "greedy_placement", "keep_greedy_placement"]
@@ -262,7 +266,16 @@ def greedy_placement(problem):
     makes them useless.  A job's candidate is its fastest free worker; the
     cost of ``n`` workers is ``problem.size_cost`` (``+inf`` above
     ``max_workers``), so no job grows beyond its batch.  Ties go to the lower job index.
+
+    With a network topology (``problem.topology``) every step is priced
+    exactly instead (:func:`_greedy_topology`): a job's candidates are its
+    fastest free worker in each domain it could grow into (its own node, the
+    rest of its rack, the rest of the cluster), each priced at the bandwidth
+    of the worker set it would make, and jobs start in the node with the most
+    free workers of their best class.
     """
+    if problem.topology is not None:
+        return _greedy_topology(problem)
     S = problem.n_jobs
     rho = problem.worker_throughput
     cost = problem.size_cost
@@ -300,6 +313,322 @@ def greedy_placement(problem):
         gain[i] = -np.inf if c < 0 else (
             job_time(problem, i, X[i], n[i], cost) - job_time(problem, i, X[i] + pool.value[i, c], n[i] + 1, cost)
         )
+
+
+class _NodePool:
+    """The free workers of a problem with a topology, by class and node: the topology-aware greedy's state.
+
+    Classes and each job's ranking of them come from :class:`_Pool`.  The free
+    workers of class ``c`` on node ``v`` form a *segment* (lowest index
+    first); ``count(c, domain)`` says how many free workers of class ``c`` a
+    domain holds.  A domain is ``(incl, excl)``: the workers of ``incl``
+    (``("node", v)``, ``("rack", r)`` or ``("all",)``) outside ``excl``
+    (None, ``("node", v)`` or ``("rack", r)``).  Every domain is a union of
+    nodes, so a domain's count of class ``c`` drops to 0 only when a segment
+    of class ``c`` empties.
+    """
+
+    def __init__(self, problem, worker_job):
+        topo = problem.topology
+        pool = _Pool(problem, worker_job)
+        self.value, self.prefs, self.n_allowed = pool.value, pool.prefs, pool.n_allowed
+        C, N = pool.n_classes, max(topo.n_nodes, 1)
+        self.node_rack = topo.node_rack
+        cls = np.repeat(np.arange(C), pool.end - pool.next)  # pool.members: class by class, lowest index first
+        nd = topo.node[pool.members]
+        order = np.lexsort((nd, cls))  # stable: each segment keeps the lowest index first
+        self.workers = pool.members[order]
+        key = cls[order] * N + nd[order]
+        cut = np.flatnonzero(np.diff(key)) + 1
+        start = np.concatenate(([0], cut)).astype(np.int64)
+        self.seg_class, self.seg_node = key[start] // N, key[start] % N
+        self.seg_next = start.copy()
+        self.seg_end = np.concatenate((cut, [key.size])).astype(np.int64)
+        if key.size == 0:
+            self.seg_class = self.seg_node = self.seg_next = self.seg_end = np.zeros(0, dtype=np.int64)
+        self.class_segs = np.searchsorted(self.seg_class, np.arange(C + 1))
+        self.first_seg = self.class_segs[:-1].copy()  # segments of class c before it are empty
+        pairs = zip(self.seg_class.tolist(), self.seg_node.tolist())
+        self.seg_of = {(v, c): s for s, (c, v) in enumerate(pairs)}
+        size = self.seg_end - self.seg_next
+        self.in_class = np.bincount(self.seg_class, weights=size, minlength=C).astype(np.int64)
+        self.node_free = np.bincount(self.seg_node, weights=size, minlength=N).astype(np.int64)
+        rk = self.node_rack[self.seg_node]
+        self.in_rack = {}
+        for r, c, m in zip(rk.tolist(), self.seg_class.tolist(), size.tolist()):
+            self.in_rack[r, c] = self.in_rack.get((r, c), 0) + m
+        self.rack_nodes = None
+        if topo.rack is not None:
+            self.rack_nodes = [np.flatnonzero(topo.rack == r).tolist() for r in range(topo.n_racks)]
+        self.ptr = np.zeros(problem.n_jobs, dtype=np.int64)  # prefs[i][:ptr[i]]: classes with no free worker
+
+    def _count(self, c, part):
+        if part is None:
+            return 0
+        if part[0] == "node":
+            s = self.seg_of.get((part[1], c))
+            return 0 if s is None else int(self.seg_end[s] - self.seg_next[s])
+        if part[0] == "rack":
+            return self.in_rack.get((part[1], c), 0)
+        return int(self.in_class[c])
+
+    def count(self, c, domain):
+        """Free workers of class ``c`` in ``domain``."""
+        return self._count(c, domain[0]) - self._count(c, domain[1])
+
+    def best_class(self, i, domain):
+        """Job ``i``'s best class with a free worker in ``domain`` (ties: the lower class), or -1."""
+        prefs, j, end = self.prefs[i], int(self.ptr[i]), int(self.n_allowed[i])
+        while j < end and self.in_class[prefs[j]] == 0:
+            j += 1
+        self.ptr[i] = j
+        for c in prefs[j:end].tolist():
+            if self.count(c, domain) > 0:
+                return c
+        return -1
+
+    def _contains(self, v, domain):
+        def inside(part):
+            kind = part[0]
+            return kind == "all" or (kind == "node" and part[1] == v) or (
+                kind == "rack" and self.node_rack[v] == part[1])
+        return inside(domain[0]) and (domain[1] is None or not inside(domain[1]))
+
+    def node_for(self, c, domain, last, own):
+        """The node to take a free worker of class ``c`` in ``domain`` from.
+
+        The node ``last`` (the job's latest, or -1) when it has one, else the
+        first of the job's nodes ``own`` (a dict, in the order the job entered
+        them) that has one, else the lowest node of the domain that has one.
+        Nodes of ``own`` without any free worker are dropped from it for good.
+        """
+        incl = domain[0]
+        if incl[0] == "node":
+            return incl[1]
+        if last >= 0 and self._contains(last, domain) and self._count(c, ("node", last)) > 0:
+            return last
+        for v in list(own):
+            if self.node_free[v] == 0:
+                del own[v]
+            elif self._contains(v, domain) and self._count(c, ("node", v)) > 0:
+                return v
+        if incl[0] == "rack":
+            for v in self.rack_nodes[incl[1]]:
+                if self._contains(v, domain) and self._count(c, ("node", v)) > 0:
+                    return v
+        s, end = int(self.first_seg[c]), int(self.class_segs[c + 1])
+        while s < end and self.seg_next[s] == self.seg_end[s]:  # skip the class's emptied segments for good
+            s += 1
+        self.first_seg[c] = s
+        for s in range(s, end):
+            v = int(self.seg_node[s])
+            if self.seg_next[s] < self.seg_end[s] and self._contains(v, domain):
+                return v
+        raise AssertionError("no free worker of this class in the domain")  # callers checked count() > 0
+
+    def roomiest_node(self, c):
+        """The node with the most free workers of class ``c`` (ties: the lower node)."""
+        lo, hi = int(self.class_segs[c]), int(self.class_segs[c + 1])
+        return int(self.seg_node[lo + int(np.argmax(self.seg_end[lo:hi] - self.seg_next[lo:hi]))])
+
+    def take(self, c, v):
+        """Take the lowest-index free worker of class ``c`` on node ``v``; return it."""
+        s = self.seg_of[v, c]
+        k = int(self.workers[self.seg_next[s]])
+        self.seg_next[s] += 1
+        self.node_free[v] -= 1
+        self.in_class[c] -= 1
+        self.in_rack[self.node_rack[v], c] -= 1
+        return k
+
+
+def _greedy_topology(problem):
+    """:func:`greedy_placement` on a problem with a network topology, every step priced exactly.
+
+    Job ``i``'s worker set lies in one node, one rack, or spans racks; the
+    worker it takes next lies in one of at most three disjoint domains (its
+    node, the rest of its rack, the rest of the cluster), each of which gives
+    the resulting set one bottleneck bandwidth (:func:`hetplace._cost.spans`).
+    In a domain its best worker is its fastest free one, so its candidates
+    are the fastest free worker of each domain, priced at that bandwidth
+    (:func:`hetplace._cost.comm_cost_at`); it takes the cheapest (ties: the
+    innermost domain), from a node it already uses when it can (the one it
+    took its latest worker from first), else from the domain's lowest node,
+    lowest index first.  The step gives the worker
+    to the job whose JCT drops most (ties: the lower job index) and stops
+    when none drops.
+
+    Seeding: round-robin over the jobs (biggest first), a job without worker
+    takes one of its best class from the node with the most free workers of
+    that class, the others their cheapest candidate, until every job has
+    ``min_workers``; when that strands a job, the topology-blind seed's
+    matching or flow decides (as :func:`_seed_jobs`).
+    """
+    S = problem.n_jobs
+    topo = problem.topology
+    racks = topo.rack is not None
+    work = problem.work
+
+    def domains(nodes, rack_of):
+        """Job's candidate domains, innermost first, each with the bandwidth of the set it would make."""
+        if len(nodes) == 1:
+            v = next(iter(nodes))
+            r = int(topo.node_rack[v])
+            out = [((("node", v), None), topo.node_bandwidth[v])]
+            if racks:
+                out.append(((("rack", r), ("node", v)), topo.rack_bandwidth[r]))
+                out.append(((("all",), ("rack", r)), topo.bandwidth))
+            else:
+                out.append(((("all",), ("node", v)), topo.bandwidth))
+            return out
+        if racks and len(rack_of) == 1:
+            r = next(iter(rack_of))
+            return [((("rack", r), None), topo.rack_bandwidth[r]), ((("all",), ("rack", r)), topo.bandwidth)]
+        return [((("all",), None), topo.bandwidth)]
+
+    def current_bandwidth(nodes, rack_of):
+        if len(nodes) == 1:
+            return topo.node_bandwidth[next(iter(nodes))]
+        if racks and len(rack_of) == 1:
+            return topo.rack_bandwidth[next(iter(rack_of))]
+        return topo.bandwidth
+
+    def seed_candidate(i):
+        """Job ``i``'s cheapest next worker below ``min_workers``: ``(class, domain)``, or None.
+
+        Sizes below ``min_workers`` are priced as the ring runs (not as
+        ``+inf``): the seed must reach them, and ranks its candidates so.
+        """
+        found = [(c, domain, b) for domain, b in domains(nodes[i], rack_of[i])
+                 for c in [pool.best_class(i, domain)] if c >= 0]
+        if not found:
+            return None
+        m = len(found)
+        jobs, size = np.full(m, i), np.full(m, n[i] + 1)
+        comm = problem.comm_model.at_bandwidth(jobs, size, np.array([b for _, _, b in found]))
+        after = job_time(problem, jobs, X[i] + pool.value[i, [c for c, _, _ in found]], size, comm=comm)
+        t = int(np.argmin(after))  # ties: the innermost domain
+        return found[t][0], found[t][1]
+
+    def priced(i, size, Xs, b):
+        """Job ``i``'s time on ``size[t]`` workers of summed throughput ``Xs[t]`` whose ring runs at ``b``."""
+        jobs = np.full(len(size), i)
+        return job_time(problem, jobs, Xs, size, comm=comm_cost_at(problem, jobs, size, np.full(len(size), b)))
+
+    def grow_candidate(i):
+        """Job ``i``'s best next worker: ``(gain, class, domain, crosses)``, or None.
+
+        In a domain of the job's own bandwidth the gain is the drop of its
+        time.  In a slower domain (the job would leave its node or rack) it
+        is the best drop per worker of taking its ``m`` fastest free workers
+        there, ``m = 1, 2, ...`` (all priced at that domain's bandwidth): the
+        first worker across a slow link may raise the time that later ones
+        lower, and a one-worker look-ahead would never cross.
+        """
+        b_now = current_bandwidth(nodes[i], rack_of[i])
+        before = float(priced(i, np.array([n[i]]), np.array([X[i]]), b_now)[0])
+        out = None
+        room = int(problem.max_workers[i] - n[i])
+        for domain, b in domains(nodes[i], rack_of[i]):
+            c = pool.best_class(i, domain)
+            if c < 0 or room <= 0:
+                continue
+            if b < b_now:
+                ranked = pool.prefs[i, pool.ptr[i]:pool.n_allowed[i]]
+                vals = np.repeat(pool.value[i, ranked], [pool.count(int(g), domain) for g in ranked])[:room]
+                m = np.arange(1, vals.size + 1)
+                g = float(np.max((before - priced(i, n[i] + m, X[i] + np.cumsum(vals), b)) / m))
+            else:
+                g = before - float(priced(i, np.array([n[i] + 1]), np.array([X[i] + pool.value[i, c]]), b)[0])
+            if out is None or g > out[0]:  # ties: the innermost domain
+                out = (g, c, domain, b < b_now)
+        return out
+
+    def give(i, c, domain):
+        v = latest[i] = pool.node_for(c, domain, latest[i], open_nodes[i])
+        k = pool.take(c, v)
+        open_nodes[i][v] = True
+        worker_job[k] = i
+        X[i] += pool.value[i, c]
+        n[i] += 1
+        nodes[i][v] = nodes[i].get(v, 0) + 1
+        r = int(topo.node_rack[v])
+        rack_of[i][r] = rack_of[i].get(r, 0) + 1
+
+    def state(worker_job):
+        busy = np.flatnonzero(worker_job >= 0)
+        js = worker_job[busy]
+        X = np.bincount(js, weights=problem._rate(js, busy), minlength=S).astype(np.float64)  # int when empty
+        n = np.bincount(js, minlength=S)
+        nodes, rack_of = [{} for _ in range(S)], [{} for _ in range(S)]
+        latest[:] = [-1] * S
+        open_nodes[:] = [{} for _ in range(S)]
+        for i, k in zip(js.tolist(), busy.tolist()):
+            v = int(topo.node[k])
+            open_nodes[i][v] = True
+            r = int(topo.node_rack[v])
+            nodes[i][v] = nodes[i].get(v, 0) + 1
+            rack_of[i][r] = rack_of[i].get(r, 0) + 1
+        return X, n, nodes, rack_of
+
+    # seed: min_workers per job, round-robin, biggest jobs first
+    latest = [-1] * S  # the node each job took its latest worker from
+    open_nodes = [{} for _ in range(S)]  # each job's nodes that may have free workers, in the order it entered them
+    worker_job = np.full(problem.n_workers, -1, dtype=np.int64)
+    pool = _NodePool(problem, worker_job)
+    X, n, nodes, rack_of = state(worker_job)
+    order = np.argsort(-work, kind="stable").tolist()
+    lo = problem.min_workers
+    stranded = False
+    while not stranded:
+        act = [i for i in order if n[i] < lo[i]]
+        if not act:
+            break
+        for i in act:
+            if n[i] == 0:
+                c = pool.best_class(i, (("all",), None))
+                if c < 0:
+                    stranded = True
+                    break
+                domain = (("node", pool.roomiest_node(c)), None)
+            else:
+                cand = seed_candidate(i)
+                if cand is None:
+                    stranded = True
+                    break
+                c, domain = cand
+            give(i, c, domain)
+    if stranded:
+        worker_job = _seed_by_matching(problem) if (lo == 1).all() else _seed_by_flow(problem)
+        pool = _NodePool(problem, worker_job)
+        X, n, nodes, rack_of = state(worker_job)
+
+    # grow: the largest exactly priced drop of one job's time, until none drops
+    # A job's gain changes only when it grows, or falls when others take the workers its candidate
+    # counted on; so gains are refreshed lazily: the job on top is priced again when its candidate
+    # may be stale, and another job is taken when it falls (the same choice as pricing every job
+    # after every step).
+    gain = np.full(S, -np.inf)
+    best = [None] * S
+
+    def update(i):
+        cand = best[i] = grow_candidate(i)
+        gain[i] = -np.inf if cand is None else cand[0]
+
+    for i in range(S):
+        update(i)
+    while True:
+        i = int(np.argmax(gain))
+        if not gain[i] > 0:
+            return worker_job
+        g, c, domain, crosses = best[i]
+        if crosses or pool.count(c, domain) == 0:
+            update(i)
+            if gain[i] < g:
+                continue
+            g, c, domain, crosses = best[i]
+        give(i, c, domain)
+        update(i)
 
 
 def keep_greedy_placement(problem):

@@ -30,7 +30,7 @@ __all__ = [
 
 _DATA = Path(__file__).resolve().parent / "_data"
 #: Example input files of ``hetplace place`` shipped with the package (:func:`example_path`).
-EXAMPLES = ("cluster.toml", "jobs.csv")
+EXAMPLES = ("cluster.toml", "jobs.csv", "cluster_nodes.toml")
 
 
 def gavel_path() -> Path:
@@ -53,8 +53,9 @@ def example_path(name: str) -> Path:
 
     Parameters
     ----------
-    name : {"cluster.toml", "jobs.csv"}
-        The example cluster description (TOML) or job list (CSV).
+    name : {"cluster.toml", "jobs.csv", "cluster_nodes.toml"}
+        The example cluster description (TOML), job list (CSV), or cluster
+        given node by node with racks and link bandwidths (TOML, ``[[nodes]]``).
 
     Returns
     -------

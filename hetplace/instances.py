@@ -15,6 +15,13 @@ Families
 ``synthetic``
     ``n_types`` (default 6) synthetic GPU generations, each job with its own
     affinity to each generation (log-normal), some zero.
+``topology``
+    ``gavel`` on a cluster of nodes and racks (:func:`topology_instance`):
+    DGX-like 8-GPU NVLink nodes (300 GB/s inside) of the ``nvlink_types``
+    beside 4-GPU PCIe nodes (32 GB/s) of the others, racks of 4-8 nodes,
+    10-200 Gbit/s between the nodes of a rack, 1-4x less between racks.
+    Not in :data:`FAMILIES` (the default sweeps): ``make_instance("topology", ...)``
+    and ``hetplace bench --families topology`` ask for it.
 """
 
 import numpy as np
@@ -24,10 +31,13 @@ from .data import DEFAULT_GRAD_BYTES, GavelTable, load_gavel
 from .errors import InvalidOptionError
 from .problem import MAX_WORKERS, Problem
 
-__all__ = ["FAMILIES", "MAX_TYPES", "make_instance", "gavel_instance", "speeds_instance", "synthetic_instance",
-           "replacement_instance"]
+__all__ = ["FAMILIES", "ALL_FAMILIES", "MAX_TYPES", "make_instance", "gavel_instance", "speeds_instance",
+           "synthetic_instance", "topology_instance", "replacement_instance"]
 
+#: The families of the default sweeps (``hetplace bench``).
 FAMILIES = ("gavel", "speeds", "synthetic")
+#: Every family :func:`make_instance` builds: :data:`FAMILIES` and ``"topology"``.
+ALL_FAMILIES = FAMILIES + ("topology",)
 
 
 #: Most synthetic GPU types (``n_types``).
@@ -142,6 +152,111 @@ def synthetic_instance(seed, n_workers, n_jobs, *, n_types=6, p_zero=0.1, bandwi
     )
 
 
+def topology_instance(seed, n_workers, n_jobs, table, *, nvlink_types=("v100",), nvlink=300e9, pcie=32e9,
+                      inter_node=(10e9 / 8, 200e9 / 8), oversubscription=(1.0, 4.0), rack_nodes=(4, 8),
+                      racks=True, **kw):
+    """``gavel_instance`` on a cluster of nodes and racks (docs/model.md §1.6).
+
+    The jobs, the type counts and their throughputs are ``gavel_instance(seed,
+    n_workers, n_jobs, table, **kw)``'s.  Each type's GPUs fill nodes of 8
+    (the ``nvlink_types``: DGX-like servers, ``nvlink`` bytes/s inside) or of
+    4 (the other types: PCIe servers, ``pcie`` bytes/s inside); a type's last
+    node holds what is left.  Nodes are numbered type by type, so are the
+    workers.  The nodes, in that order, form racks of ``rack_nodes`` nodes
+    (each size drawn uniformly from that range; the last rack holds what is
+    left).  The links between the nodes of a rack run at one bandwidth drawn
+    log-uniformly from ``inter_node`` (default 10-200 Gbit/s); those between
+    racks at that bandwidth divided by an oversubscription drawn uniformly from
+    ``oversubscription``.  ``racks=False``: no rack level, every link between
+    nodes at the drawn ``inter_node`` bandwidth.
+
+    Parameters
+    ----------
+    seed, n_workers, n_jobs, table
+        As :func:`gavel_instance`.
+    nvlink_types : sequence of str
+        GPU types in 8-GPU NVLink nodes (types not in the instance are ignored).
+    nvlink, pcie : float
+        Bytes/s inside an 8-GPU NVLink node and inside a 4-GPU PCIe node.
+    inter_node, oversubscription : (float, float)
+        Ranges ``(low, high)`` of the bandwidth between the nodes of a rack
+        (bytes/s) and of its ratio to the bandwidth between racks.
+    rack_nodes : (int, int)
+        Range of the nodes per rack.
+    racks : bool
+        Give the rack level.
+    **kw
+        Options of :func:`gavel_instance` (``p_exclude``, ``types``).
+
+    Returns
+    -------
+    Problem
+        With ``node``, ``node_bandwidth`` (and ``rack``, ``rack_bandwidth``);
+        ``bandwidth`` is the top level's.
+
+    Raises
+    ------
+    InvalidOptionError
+        As :func:`gavel_instance`, and ranges that are not ``0 < low <= high``
+        (``1 <= low`` for ``oversubscription`` and ``rack_nodes``, whole numbers
+        for ``rack_nodes``), bandwidths that are not positive and finite,
+        ``nvlink_types`` not a list of strings.
+    """
+    base = gavel_instance(seed, n_workers, n_jobs, table, **kw)
+    nvlink, pcie = _bandwidth("nvlink", nvlink), _bandwidth("pcie", pcie)
+    bw_lo, bw_hi = _range("inter_node", inter_node, 0.0)
+    over_lo, over_hi = _range("oversubscription", oversubscription, 1.0)
+    rn_lo, rn_hi = _range("rack_nodes", rack_nodes, 1.0, whole=True)
+    if isinstance(nvlink_types, (str, bytes)) or not isinstance(nvlink_types, (list, tuple)) or not all(
+            isinstance(t, str) for t in nvlink_types):
+        raise InvalidOptionError(f"nvlink_types must be a list of GPU type names; got {nvlink_types!r}.")
+    if not isinstance(racks, bool):
+        raise InvalidOptionError(f"racks must be True or False; got {racks!r}.")
+    rng = np.random.default_rng([seed, n_workers, n_jobs, 19])
+    sizes, inside = [], []
+    for name, count in zip(base.type_names, base.type_counts.tolist()):
+        per = 8 if name in nvlink_types else 4
+        full, rest = divmod(count, per)
+        sizes += [per] * full + ([rest] if rest else [])
+        inside += [nvlink if per == 8 else pcie] * (full + bool(rest))
+    N = len(sizes)
+    link = bw_lo * (bw_hi / bw_lo) ** float(rng.uniform())  # log-uniform (exactly bw_lo when bw_lo == bw_hi)
+    topo = {"node": np.repeat(np.arange(N), sizes), "node_bandwidth": np.array(inside)}
+    bandwidth = link
+    if racks:
+        rack = np.empty(N, dtype=np.int64)
+        v = r = 0
+        while v < N:
+            m = int(rng.integers(int(rn_lo), int(rn_hi) + 1))
+            rack[v:v + m] = r
+            v, r = v + m, r + 1
+        topo.update(rack=rack, rack_bandwidth=link)
+        bandwidth = link / float(rng.uniform(over_lo, over_hi))
+    d = base.to_dict()
+    d.update(bandwidth=bandwidth, **topo)
+    return Problem(**d)
+
+
+def _bandwidth(name, value):
+    if not (is_real_scalar(value) and 0 < float(value) < float("inf")):
+        raise InvalidOptionError(f"{name} must be a positive finite number of bytes/s; got {value!r}.")
+    return float(value)
+
+
+def _range(name, value, low, whole=False):
+    """``(lo, hi)`` with ``low <= lo <= hi`` finite (``low < lo`` when ``low`` is 0), as floats."""
+    ok = isinstance(value, (list, tuple)) and len(value) == 2 and all(is_real_scalar(v) for v in value)
+    if ok:
+        lo, hi = float(value[0]), float(value[1])
+        ok = (lo > low if low == 0 else lo >= low) and lo <= hi < float("inf")
+        ok = ok and (not whole or (lo == round(lo) and hi == round(hi)))
+    if not ok:
+        kind = "whole numbers" if whole else "numbers"
+        bound = "0 < low" if low == 0 else f"{low:g} <= low"
+        raise InvalidOptionError(f"{name} must be a pair (low, high) of {kind} with {bound} <= high; got {value!r}.")
+    return lo, hi
+
+
 def _feasible(rho, counts, batch, iters, grad, bandwidth, speed, names, types, rng, full):
     """Build the problem, restoring zeroed throughputs until every job can be placed.
 
@@ -167,16 +282,18 @@ def _feasible(rho, counts, batch, iters, grad, bandwidth, speed, names, types, r
 
 
 def make_instance(family, seed, n_workers, n_jobs, table=None, **kw):
-    """Dispatch to a family's generator by name (``"gavel"``, ``"speeds"``, ``"synthetic"``)."""
+    """Dispatch to a family's generator by name (``"gavel"``, ``"speeds"``, ``"synthetic"``, ``"topology"``)."""
     if not isinstance(family, str):
-        raise InvalidOptionError(f"family must be one of {', '.join(map(repr, FAMILIES))}; got {family!r}.")
+        raise InvalidOptionError(f"family must be one of {', '.join(map(repr, ALL_FAMILIES))}; got {family!r}.")
     if family == "gavel":
         return gavel_instance(seed, n_workers, n_jobs, table, **kw)
     if family == "speeds":
         return speeds_instance(seed, n_workers, n_jobs, table, **kw)
     if family == "synthetic":
         return synthetic_instance(seed, n_workers, n_jobs, **kw)
-    raise InvalidOptionError(f"family={family!r} is not valid; choose one of {', '.join(map(repr, FAMILIES))}.")
+    if family == "topology":
+        return topology_instance(seed, n_workers, n_jobs, table, **kw)
+    raise InvalidOptionError(f"family={family!r} is not valid; choose one of {', '.join(map(repr, ALL_FAMILIES))}.")
 
 
 #: Events of :func:`replacement_instance`.

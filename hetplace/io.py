@@ -12,6 +12,29 @@ A cluster file (TOML) describes the workers::
     count = 4
     speeds = [1.0, 1.0, 0.6, 0.6]     # optional: available fraction of each worker, in (0, 1]
 
+or node by node, with a network topology (``Problem(node=, node_bandwidth=,
+rack=, rack_bandwidth=)``, docs/model.md §1.6)::
+
+    [cluster]
+    bandwidth = "25Gbit/s"            # required: between racks (between nodes without racks)
+    rack_bandwidth = "100Gbit/s"      # between the nodes of a rack (or per rack in [[racks]])
+
+    [[nodes]]
+    count = 2                         # how many such nodes (default 1)
+    type = "v100"
+    gpus = 8                          # GPUs per node
+    bandwidth = "300GB/s"             # inside each node
+    rack = "a"                        # optional: every [[nodes]] table names one, or none does
+
+    [[racks]]                         # optional, one per rack that differs from rack_bandwidth
+    name = "a"
+    bandwidth = "200Gbit/s"
+
+``[[types]]`` is then optional (types in order of appearance); when given, a
+type's ``count`` may be left out and must otherwise equal its nodes' GPUs.
+Nodes are numbered type by type, in file order within a type, and so are
+the workers (a node's GPUs consecutive).
+
 A job file (CSV, one job per line after the header) describes the jobs:
 
 =====================  ==========================================================
@@ -194,15 +217,21 @@ class ClusterSpec:
         Bytes/s per worker link (``inf``: no communication).
     gavel : pathlib.Path or None
         Gavel table named by the file, resolved against the file's folder.
+    topology : dict or None
+        The ``Problem`` arguments ``node``, ``node_bandwidth`` (and ``rack``,
+        ``rack_bandwidth``) of a cluster given as ``[[nodes]]``; None otherwise.
+        ``bandwidth`` is then the top level's (between nodes, or racks).
     """
 
-    def __init__(self, type_names, type_counts, worker_speed=None, bandwidth=math.inf, gavel=None, path=None):
+    def __init__(self, type_names, type_counts, worker_speed=None, bandwidth=math.inf, gavel=None, path=None,
+                 topology=None):
         self.type_names = list(type_names)
         self.type_counts = [int(c) for c in type_counts]
         self.worker_speed = None if worker_speed is None else np.asarray(worker_speed, dtype=np.float64)
         self.bandwidth = float(bandwidth)
         self.gavel = None if gavel is None else Path(gavel)
         self.path = None if path is None else Path(path)
+        self.topology = None if topology is None else dict(topology)
 
     @property
     def n_workers(self):
@@ -211,13 +240,19 @@ class ClusterSpec:
     def __repr__(self):
         return (
             f"ClusterSpec(types={dict(zip(self.type_names, self.type_counts))}, "
-            f"bandwidth={self.bandwidth:.4g}, per_worker_speeds={self.worker_speed is not None})"
+            f"bandwidth={self.bandwidth:.4g}, per_worker_speeds={self.worker_speed is not None}"
+            + ("" if self.topology is None else f", nodes={self.topology['node_bandwidth'].size}"
+               + ("" if "rack" not in self.topology else f", racks={self.topology['rack_bandwidth'].size}"))
+            + ")"
         )
 
 
 _TYPE_KEYS = ("name", "count", "speeds")
-_CLUSTER_KEYS = ("bandwidth", "gavel")
-_TOP_KEYS = ("cluster", "types", "gavel")
+_CLUSTER_KEYS = ("bandwidth", "gavel", "rack_bandwidth")
+_TOP_KEYS = ("cluster", "types", "gavel", "nodes", "racks")
+_NODE_KEYS = ("count", "type", "gpus", "bandwidth", "rack")
+_RACK_KEYS = ("name", "bandwidth")
+_BANDWIDTH_EXAMPLE = "e.g. bandwidth = \"10Gbit/s\" or bandwidth = 1.25e9."
 
 
 def _is_number(v):
@@ -279,15 +314,7 @@ def read_cluster(path):
 
     bandwidth = math.inf
     if "bandwidth" in cluster:
-        try:
-            bandwidth = parse_bandwidth(cluster["bandwidth"])
-        except InvalidProblemError as exc:
-            raise InputFileError(path, str(exc), "e.g. bandwidth = \"10Gbit/s\" or bandwidth = 1.25e9.",
-                                 field="cluster.bandwidth") from None
-        if math.isfinite(bandwidth) and not REAL_MIN <= bandwidth <= REAL_MAX:
-            raise InputFileError(path, f"bandwidth must lie in [{REAL_MIN:g}, {REAL_MAX:g}] bytes/s (the supported "
-                                 f"range) or be \"inf\"; got {_short(cluster['bandwidth'])}.",
-                                 "e.g. bandwidth = \"10Gbit/s\" or bandwidth = 1.25e9.", field="cluster.bandwidth")
+        bandwidth = _bandwidth_field(path, cluster["bandwidth"], "cluster.bandwidth", _BANDWIDTH_EXAMPLE)
 
     gavel = None
     if "gavel" in doc and "gavel" in cluster:
@@ -307,13 +334,30 @@ def read_cluster(path):
         if not gavel.is_absolute():
             gavel = Path(os.path.normpath(path.parent / gavel))
 
+    nodes = _read_nodes(path, doc)  # None without [[nodes]]
+    if nodes is None:
+        if "racks" in doc:
+            raise InputFileError(path, "[[racks]] is given without [[nodes]].",
+                                 "describe the nodes in [[nodes]] tables (each with its rack), or drop [[racks]].",
+                                 field="racks")
+        if "rack_bandwidth" in cluster:
+            raise InputFileError(path, "rack_bandwidth is given without [[nodes]].",
+                                 "describe the nodes in [[nodes]] tables (each with its rack), or drop rack_bandwidth.",
+                                 field="cluster.rack_bandwidth")
     types = doc.get("types")
+    if types is None and nodes is not None:  # the types of the nodes, in order of appearance
+        types = [{"name": name} for name in dict.fromkeys(e["type"] for e in nodes)]
     if types is None:
         raise InputFileError(path, "no GPU types are defined.",
-                             "add one [[types]] table per GPU type with name = \"...\" and count = N.", field="types")
+                             "add one [[types]] table per GPU type with name = \"...\" and count = N "
+                             "(or [[nodes]] tables).", field="types")
     if not isinstance(types, list) or not types or not all(isinstance(t, dict) for t in types):
         raise InputFileError(path, "'types' must be an array of tables.",
                              "write one [[types]] section per GPU type (double brackets).", field="types")
+    node_gpus = {}
+    if nodes is not None:
+        for e in nodes:
+            node_gpus[e["type"]] = node_gpus.get(e["type"], 0) + e["count"] * e["gpus"]
     # first the names and counts, then (once their exact total is known to be supported) the speeds:
     # count = 10**12 must be an error, not a list of 10**12 speeds
     names, counts, labels, seen = [], [], [], set()
@@ -332,13 +376,26 @@ def read_cluster(path):
             raise InputFileError(path, f"GPU type {_short(name)} is defined twice.",
                                  "merge the two [[types]] tables (add their counts).", field=f"{label}, key 'name'")
         count = t.get("count")
+        if count is None and nodes is not None:
+            count = node_gpus.get(name, 0)
         if not isinstance(count, int) or isinstance(count, bool) or count < 0:
             raise InputFileError(path, f"count must be a non-negative integer; got {_short(count)}.",
                                  "write e.g. count = 4 (no quotes).", field=f"{label}, key 'count'")
+        if nodes is not None and count != node_gpus.get(name, 0):
+            raise InputFileError(
+                path, f"count = {count} but the [[nodes]] of type {_short(name)} hold {node_gpus.get(name, 0)} GPUs.",
+                "make count the sum of count * gpus over the [[nodes]] of this type, or drop count "
+                "(it is then that sum).", field=f"{label}, key 'count'")
         names.append(name)
         seen.add(name)
         counts.append(count)
         labels.append(label)
+    unknown = [e for e in nodes or () if e["type"] not in seen]
+    if unknown:
+        e = unknown[0]
+        raise InputFileError(path, f"type {_short(e['type'])} is not a GPU type of the [[types]] tables "
+                             f"({', '.join(names)}).", "name one of those types, or add a [[types]] table "
+                             "for it.", field=f"{e['label']}, key 'type'")
     total = check_count_total(
         "the key count of the [[types]] tables", counts, limit=MAX_WORKERS,
         error=lambda msg: InputFileError(path, msg, f"give at most {MAX_WORKERS:,} workers in all (split the "
@@ -374,7 +431,156 @@ def read_cluster(path):
                                      f"got {_short(tiny[0])}.", "give each worker's available fraction of its "
                                      "nominal speed; drop a worker that is this slow.", field=f"{label}, key 'speeds'")
         speeds.extend(float(v) for v in sp)
-    return ClusterSpec(names, counts, speeds if any_speed else None, bandwidth, gavel, path)
+    topology = None
+    if nodes is not None:
+        if "bandwidth" not in cluster:
+            raise InputFileError(path, "a cluster of [[nodes]] needs the bandwidth between its nodes (between its "
+                                 "racks when [[nodes]] name racks).", "add bandwidth = \"100Gbit/s\" (say) to "
+                                 "[cluster]; \"inf\" makes those links free.", field="cluster.bandwidth")
+        topology = _topology(path, nodes, names, doc, cluster)
+    return ClusterSpec(names, counts, speeds if any_speed else None, bandwidth, gavel, path, topology=topology)
+
+
+def _bandwidth_field(path, value, field, example):
+    """Bytes/s of the cluster file's ``field`` (:func:`parse_bandwidth`, in the supported range), or raise."""
+    try:
+        bw = parse_bandwidth(value)
+    except InvalidProblemError as exc:
+        raise InputFileError(path, str(exc), example, field=field) from None
+    if math.isfinite(bw) and not REAL_MIN <= bw <= REAL_MAX:
+        raise InputFileError(path, f"bandwidth must lie in [{REAL_MIN:g}, {REAL_MAX:g}] bytes/s (the supported "
+                             f"range) or be \"inf\"; got {_short(value)}.", example, field=field)
+    return bw
+
+
+def _positive_int(path, value, field, fix):
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise InputFileError(path, f"it must be a positive integer; got {_short(value)}.", fix, field=field)
+    return value
+
+
+def _rack_label(value):
+    """A rack name as written (a string or an integer), or None when it is neither."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        return None
+    return str(value).strip() or None
+
+
+def _read_nodes(path, doc):
+    """The ``[[nodes]]`` tables as dicts (count, type, gpus, bandwidth, rack, label), in file order; None without."""
+    raw = doc.get("nodes")
+    if raw is None:
+        return None
+    if not isinstance(raw, list) or not raw or not all(isinstance(t, dict) for t in raw):
+        raise InputFileError(path, "'nodes' must be an array of tables.",
+                             "write one [[nodes]] section per kind of node (double brackets).", field="nodes")
+    out = []
+    for j, t in enumerate(raw):
+        label = f"[[nodes]] #{j + 1}"
+        for key in t:
+            if key not in _NODE_KEYS:
+                raise InputFileError(path, f"unknown key {_short(key)}.", f"use only {', '.join(_NODE_KEYS)}.",
+                                     field=f"{label}, key {_short(key)}")
+        count = _positive_int(path, t.get("count", 1), f"{label}, key 'count'",
+                              "write how many such nodes, e.g. count = 4 (no quotes; default 1).")
+        name = t.get("type")
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.\-]+", name.strip()):
+            raise InputFileError(path, f"type must name a GPU type (letters, digits, '_', '-' or '.'); got "
+                                 f"{_short(name)}.", "write e.g. type = \"v100\".", field=f"{label}, key 'type'")
+        gpus = _positive_int(path, t.get("gpus"), f"{label}, key 'gpus'",
+                             "write the GPUs of each node, e.g. gpus = 8 (no quotes).")
+        if "bandwidth" not in t:
+            raise InputFileError(path, "the bandwidth of the links inside these nodes is missing.",
+                                 "add e.g. bandwidth = \"300GB/s\" (NVLink) or bandwidth = \"32GB/s\" (PCIe).",
+                                 field=f"{label}, key 'bandwidth'")
+        bw = _bandwidth_field(path, t["bandwidth"], f"{label}, key 'bandwidth'",
+                              "e.g. bandwidth = \"300GB/s\" (NVLink) or bandwidth = \"32GB/s\" (PCIe).")
+        rack = None
+        if "rack" in t:
+            rack = _rack_label(t["rack"])
+            if rack is None:
+                raise InputFileError(path, f"rack must be a name or a number; got {_short(t['rack'])}.",
+                                     "write e.g. rack = \"a\" or rack = 0.", field=f"{label}, key 'rack'")
+        out.append({"count": count, "type": name.strip(), "gpus": gpus, "bandwidth": bw, "rack": rack,
+                    "label": label})
+    with_rack = [e["rack"] is not None for e in out]
+    if any(with_rack) and not all(with_rack):
+        e = out[with_rack.index(False)]
+        raise InputFileError(path, "some [[nodes]] name a rack and others do not.",
+                             "give every [[nodes]] table a rack (or none of them).", field=f"{e['label']}, key 'rack'")
+    check_count_total(
+        "the GPUs of the [[nodes]] tables (count * gpus)", [e["count"] * e["gpus"] for e in out], limit=MAX_WORKERS,
+        error=lambda msg: InputFileError(path, msg, f"give at most {MAX_WORKERS:,} workers in all (split the "
+                                         "cluster into several files).", field="nodes"),
+    )
+    return out
+
+
+def _topology(path, nodes, names, doc, cluster):
+    """Problem(node=, node_bandwidth=, rack=, rack_bandwidth=) of the ``[[nodes]]`` (docs/bench.md).
+
+    Nodes are numbered type by type (the order of ``names``), in file order
+    within a type; workers likewise (a node's GPUs are consecutive).  Racks are
+    numbered in the order they first appear among the numbered nodes.
+    """
+    order = sorted(range(len(nodes)), key=lambda j: names.index(nodes[j]["type"]))  # stable: file order in a type
+    node_gpus, node_bw, node_rack = [], [], []
+    for j in order:
+        e = nodes[j]
+        node_gpus += [e["gpus"]] * e["count"]
+        node_bw += [e["bandwidth"]] * e["count"]
+        node_rack += [e["rack"]] * e["count"]
+    node = np.repeat(np.arange(len(node_gpus), dtype=np.int64), node_gpus)
+    out = {"node": node, "node_bandwidth": np.array(node_bw, dtype=np.float64)}
+    if nodes[0]["rack"] is None:
+        if "racks" in doc or "rack_bandwidth" in cluster:
+            raise InputFileError(path, "rack bandwidths are given but no [[nodes]] table names a rack.",
+                                 "add rack = \"...\" to every [[nodes]] table, or drop "
+                                 + ("[[racks]]." if "racks" in doc else "rack_bandwidth."),
+                                 field="racks" if "racks" in doc else "cluster.rack_bandwidth")
+        return out
+    rack_names = list(dict.fromkeys(node_rack))
+    default = None
+    if "rack_bandwidth" in cluster:
+        default = _bandwidth_field(path, cluster["rack_bandwidth"], "cluster.rack_bandwidth",
+                                   "e.g. rack_bandwidth = \"200Gbit/s\" (the links between the nodes of a rack).")
+    per_rack = {}
+    racks = doc.get("racks", [])
+    if not isinstance(racks, list) or not all(isinstance(t, dict) for t in racks):
+        raise InputFileError(path, "'racks' must be an array of tables.",
+                             "write one [[racks]] section per rack (double brackets), with name and bandwidth.",
+                             field="racks")
+    for j, t in enumerate(racks):
+        label = f"[[racks]] #{j + 1}"
+        for key in t:
+            if key not in _RACK_KEYS:
+                raise InputFileError(path, f"unknown key {_short(key)}.", f"use only {', '.join(_RACK_KEYS)}.",
+                                     field=f"{label}, key {_short(key)}")
+        name = _rack_label(t.get("name"))
+        if name is None:
+            raise InputFileError(path, f"name must be the rack's name as [[nodes]] write it; got {_short(t.get('name'))}.",
+                                 "write e.g. name = \"a\".", field=f"{label}, key 'name'")
+        if name not in rack_names:
+            raise InputFileError(path, f"rack {_short(name)} holds no node (the [[nodes]] name "
+                                 f"{', '.join(map(repr, rack_names))}).", "name a rack of the [[nodes]] tables, or "
+                                 "drop this table.", field=f"{label}, key 'name'")
+        if name in per_rack:
+            raise InputFileError(path, f"rack {_short(name)} is given twice.", "keep one [[racks]] table per rack.",
+                                 field=f"{label}, key 'name'")
+        if "bandwidth" not in t:
+            raise InputFileError(path, "the bandwidth between the nodes of this rack is missing.",
+                                 "add e.g. bandwidth = \"200Gbit/s\".", field=f"{label}, key 'bandwidth'")
+        per_rack[name] = _bandwidth_field(path, t["bandwidth"], f"{label}, key 'bandwidth'",
+                                          "e.g. bandwidth = \"200Gbit/s\".")
+    missing = [r for r in rack_names if r not in per_rack and default is None]
+    if missing:
+        raise InputFileError(path, f"rack {_short(missing[0])} has no bandwidth (the links between its nodes).",
+                             "add rack_bandwidth = \"200Gbit/s\" (say) to [cluster] for every rack, or a [[racks]] "
+                             f"table with name = {json.dumps(missing[0])} and its bandwidth.", field="racks")
+    ids = {r: t for t, r in enumerate(rack_names)}
+    out["rack"] = np.array([ids[r] for r in node_rack], dtype=np.int64)
+    out["rack_bandwidth"] = np.array([per_rack.get(r, default) for r in rack_names], dtype=np.float64)
+    return out
 
 
 # ------------------------------------------------------------------ jobs
@@ -659,7 +865,7 @@ def load_problem(cluster, jobs, gavel=None):
         return Problem(
             data["throughput"], spec.type_counts, data["batch"], data["iterations"],
             grad_bytes=data["grad_bytes"], bandwidth=spec.bandwidth, worker_speed=spec.worker_speed,
-            job_names=data["job_names"], type_names=spec.type_names,
+            job_names=data["job_names"], type_names=spec.type_names, **(spec.topology or {}),
         )
     except InvalidProblemError as exc:
         raise InputFileError(
@@ -729,22 +935,80 @@ def write_cluster(path, problem, gavel=None):
     """
     path = _output_path(path)
     _problem_arg(problem)
+    nodes, order = _node_runs(problem) if problem.topology is not None else (None, np.arange(problem.n_workers))
     lines = []
     if gavel is not None:
         lines.append(f"gavel = {_toml_str(gavel)}")
         lines.append("")
     lines.append("[cluster]")
     bw = problem.bandwidth
-    lines.append(f"bandwidth = {_toml_str('inf') if not math.isfinite(bw) else repr(float(bw))}  # bytes/s")
+    where = "" if nodes is None else (" between racks" if problem.topology.rack is not None else " between nodes")
+    lines.append(f"bandwidth = {_bandwidth_text(bw)}  # bytes/s{where}")
     start = 0
     for name, count in zip(problem.type_names, problem.type_counts.tolist()):
         lines += ["", "[[types]]", f"name = {_toml_str(name)}", f"count = {count}"]
         if not problem.uniform_speed:
-            sp = problem.worker_speed[start:start + count]
+            sp = problem.worker_speed[order[start:start + count]]  # in the order the [[nodes]] list the workers
             lines.append("speeds = [" + ", ".join(repr(float(v)) for v in sp) + "]")
         start += count
+    for run in nodes or ():
+        lines += ["", "[[nodes]]", f"count = {run['count']}", f"type = {_toml_str(run['type'])}",
+                  f"gpus = {run['gpus']}", f"bandwidth = {_bandwidth_text(run['bandwidth'])}  # bytes/s inside a node"]
+        if run["rack"] is not None:
+            lines.append(f"rack = {run['rack']}")
+    if nodes is not None and problem.topology.rack is not None:
+        for r, b in enumerate(problem.topology.rack_bandwidth.tolist()):
+            if r in {run["rack"] for run in nodes}:
+                lines += ["", "[[racks]]", f"name = {r}", f"bandwidth = {_bandwidth_text(b)}  # bytes/s between its nodes"]
     with _writing(path):
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _bandwidth_text(b):
+    return _toml_str("inf") if not math.isfinite(b) else repr(float(b))
+
+
+def _node_runs(problem):
+    """The ``[[nodes]]`` tables of ``problem``'s topology, and the order :func:`read_cluster` lists its workers in.
+
+    Runs of consecutive nodes (by type, then first worker) with the same type,
+    GPU count, bandwidth and rack become one table.  A node without worker is
+    dropped (a file cannot hold it); a node of several GPU types is refused.
+    Reading the file back gives the same problem up to the numbering of the
+    nodes and of the workers inside a type (the same numbers when every node's
+    workers are consecutive and nodes are numbered in worker order).
+    """
+    topo = problem.topology
+    node, wt = topo.node, problem.worker_type
+    N = topo.n_nodes
+    gpus = np.bincount(node, minlength=N)
+    lo = np.full(N, problem.n_types)
+    hi = np.full(N, -1)
+    np.minimum.at(lo, node, wt)
+    np.maximum.at(hi, node, wt)
+    mixed = np.flatnonzero((gpus > 0) & (lo != hi))
+    if mixed.size:
+        raise InvalidOptionError(
+            f"node {int(mixed[0])} holds GPUs of several types, which the cluster TOML's [[nodes]] tables cannot "
+            "hold (one type per table). Save the problem with json.dumps(problem.to_dict()) (read back with "
+            "Problem.from_dict)."
+        )
+    first = np.full(N, problem.n_workers)
+    np.minimum.at(first, node, np.arange(problem.n_workers))
+    used = np.flatnonzero(gpus > 0)
+    used = used[np.lexsort((first[used], lo[used]))]  # type by type, then by first worker
+    rank = np.empty(N, dtype=np.int64)
+    rank[used] = np.arange(used.size)
+    order = np.lexsort((np.arange(problem.n_workers), rank[node], wt))  # the reader's worker order
+    runs = []
+    for v, g, b in zip(used.tolist(), gpus[used].tolist(), topo.node_bandwidth[used].tolist()):
+        cell = {"type": problem.type_names[int(lo[v])], "gpus": g, "bandwidth": b,
+                "rack": None if topo.rack is None else int(topo.rack[v])}
+        if runs and all(runs[-1][k] == cell[k] for k in cell):
+            runs[-1]["count"] += 1
+        else:
+            runs.append({"count": 1, **cell})
+    return runs, order
 
 
 def write_jobs(path, problem):

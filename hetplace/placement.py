@@ -505,9 +505,13 @@ class Placement:
         name_w = max(4, max(len(n) for n in p.job_names))
         types = [f"{t:>6}" for t in p.type_names]
         restart_head = f" {'restart':>8}" if p.replacing else ""
+        topo = p.topology
+        # with a topology: the nodes (and racks) each job spans and the bandwidth its ring runs at
+        span_head = "" if topo is None else f" {'nodes':>5}" + ("" if topo.rack is None else f" {'racks':>5}") + \
+            f" {'link GB/s':>9}"
         lines = [
             f"{'job':<{name_w}} {'n':>4} " + " ".join(types)
-            + f" {'samples/s':>11} {'JCT (s)':>12} {'slowdown':>9}{restart_head}  shares per worker"
+            + f" {'samples/s':>11} {'JCT (s)':>12} {'slowdown':>9}{span_head}{restart_head}  shares per worker"
         ]
         for i in range(p.n_jobs):
             ws = np.flatnonzero(self.worker_job == i)
@@ -520,6 +524,9 @@ class Placement:
                 f"{p.job_names[i]:<{name_w}} {self.sizes[i]:>4} "
                 + " ".join(f"{c:>6}" for c in self.type_counts[i])
                 + f" {self.aggregate_throughput[i]:>11.1f} {self.jct[i]:>12.1f} {self.slowdown[i]:>9.3f}"
+                + ("" if topo is None else f" {self.nodes_spanned[i]:>5}"
+                   + ("" if topo.rack is None else f" {self.racks_spanned[i]:>5}")
+                   + f" {_gbps(self.link_bandwidth[i]):>9}")
                 + (("" if not p.replacing else
                     f" {('+' + format(self.restart_loss[i], '.0f') + 's') if self.restarted[i] else ('kept' if p.running[i] else 'new'):>8}"))
                 + f"  {share_txt}"
@@ -541,6 +548,11 @@ class Placement:
             f"fairness={self.fairness:.3f}, sizes={_compact(self.sizes)}"
             + (f", restarts={self.n_restarts}" if self.problem.replacing else "") + ")"
         )
+
+
+def _gbps(b):
+    """Bytes/s as GB/s for the text table (``-``: no ring, a job on one worker)."""
+    return "-" if not math.isfinite(b) else f"{b / 1e9:.4g}"
 
 
 def evaluate(
