@@ -1,0 +1,90 @@
+"""The exact methods and the lower bound with a network topology (docs/model.md §1.6, §4.3, §4.8).
+
+Every exact method that accepts a topology (the MILP on each solver, brute
+force, ``auto``) equals the slow reference's optimum on tiny instances with
+and without per-worker speeds, size bounds, restarts and weights; the lower
+bound never exceeds the optimum.
+"""
+import numpy as np
+import pytest
+
+import hetplace as hp
+import hetplace.exact as exact
+from hetplace.exact import solve_exact
+
+from instances import seeds, tiny_topology
+from methods import CPSAT_REL, EXACT_REL, MILP_SOLVERS
+from reference import brute_force_reference, weighted_objective_reference
+
+
+def _tiny(seed, **kw):
+    """Seeds cycle through speeds, bounds, restarts and weights (alone and together)."""
+    kw = dict(speeds=seed % 2 == 1, bounds=seed % 3 == 1, restarts=seed % 4 == 2, weights=seed % 5 == 3) | kw
+    K = int(np.random.default_rng([seed, 24]).integers(3, 7))
+    return tiny_topology(seed, n_workers=K, **kw)
+
+
+def _rel(solver):
+    return CPSAT_REL if solver == "cp-sat" else EXACT_REL
+
+
+@pytest.mark.parametrize("solver", MILP_SOLVERS)
+@pytest.mark.parametrize("seed", seeds(60, fast=12))
+def test_milp_equals_the_reference(solver, seed):
+    P = _tiny(seed)
+    ref, _ = brute_force_reference(P, objective=weighted_objective_reference)
+    res = solve_exact(P, method="milp", solver=solver)
+    assert res.status == "optimal", res.message
+    assert res.objective == pytest.approx(ref, rel=_rel(solver))
+    assert res.bound <= ref * (1 + _rel(solver))
+
+
+@pytest.mark.parametrize("seed", seeds(60, fast=15))
+def test_brute_and_auto_equal_the_reference(seed):
+    P = _tiny(seed)
+    ref, _ = brute_force_reference(P, objective=weighted_objective_reference)
+    brute = solve_exact(P, method="brute")
+    auto = solve_exact(P)
+    assert brute.status == auto.status == "optimal"
+    assert auto.method == "milp"  # the type DPs refuse a topology
+    assert brute.objective == pytest.approx(ref, rel=1e-12)
+    assert auto.objective == pytest.approx(ref, rel=EXACT_REL)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_network_changes_the_optimum(seed):
+    # without racks, 3 nodes: the flat problem's optimum (every ring at the top level) is no
+    # better than the topology's, and the MILP prices the topology, not the flat model
+    P = tiny_topology(seed, n_workers=6, n_jobs=2, racks=False)
+    flat = hp.Problem(P.throughput, P.type_counts, P.batch, P.iterations, P.grad_bytes, P.bandwidth)
+    res = solve_exact(P, method="milp")
+    assert res.objective <= solve_exact(flat, method="milp").objective * (1 + 1e-9)
+    assert res.info["milp_objective"] == pytest.approx(res.objective, rel=1e-6)
+
+
+def test_classes_are_split_by_node():
+    P = tiny_topology(3, n_workers=6, n_jobs=2, racks=True)
+    members, _ = exact._worker_classes(P, "classes")
+    for m in members:
+        assert np.unique(P.topology.node[m]).size == 1
+        assert np.unique(P.worker_type[m]).size == 1
+    assert sorted(np.concatenate(members).tolist()) == list(range(P.n_workers))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_moves_never_misprice_a_topology(seed):
+    # the descent of the exact methods prices the network: what it returns evaluates to what it claims
+    P = _tiny(seed)
+    start = hp.evaluate(P, exact._incumbent(P).worker_job)
+    moved = exact._improve_by_moves(P, start, 1e-9)
+    assert moved.mean_jct <= start.mean_jct
+    assert moved.mean_jct == pytest.approx(weighted_objective_reference(P, moved.worker_job), rel=1e-12)
+
+
+@pytest.mark.parametrize("seed", seeds(40, fast=10))
+def test_lower_bound_is_below_the_optimum_tiny(seed):
+    P = _tiny(seed)
+    ref, _ = brute_force_reference(P, objective=weighted_objective_reference)
+    lb = hp.lower_bound(P)
+    assert lb.bound <= ref * (1 + 1e-9)
+    assert lb.bound >= float(np.mean(P.jct_alone)) * (1 - 1e-12) or P.weight is not None
