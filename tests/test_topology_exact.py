@@ -88,3 +88,12 @@ def test_lower_bound_is_below_the_optimum_tiny(seed):
     lb = hp.lower_bound(P)
     assert lb.bound <= ref * (1 + 1e-9)
     assert lb.bound >= float(np.mean(P.jct_alone)) * (1 - 1e-12) or P.weight is not None
+
+
+@pytest.mark.parametrize("K, S, seed", [(16, 3, 0), (24, 4, 1), (32, 4, 2)])
+def test_lower_bound_is_below_the_milp_optimum(K, S, seed):
+    P = tiny_topology(seed, n_workers=K, n_jobs=S, speeds=seed == 1, restarts=seed == 2)
+    res = solve_exact(P, method="milp", time_limit=60)
+    lb = hp.lower_bound(P)
+    assert res.status == "optimal", res.message
+    assert float(np.mean(P.jct_alone)) * (1 - 1e-9) <= lb.bound <= res.objective * (1 + 1e-9)
