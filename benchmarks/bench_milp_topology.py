@@ -1,9 +1,9 @@
 """The MILP with a network topology (docs/model.md §4.3): time to a proven optimum at K = 16-64.
 
-Run (from the repository root)::
+Run (from the repository root; ``PYTHONPATH=.`` makes it import this checkout's hetplace)::
 
-    python benchmarks/bench_milp_topology.py                  # the table of docs/model.md §4.3
-    python benchmarks/bench_milp_topology.py 64 12 0,1 60     # K S seeds [time_limit]
+    PYTHONPATH=. python benchmarks/bench_milp_topology.py                  # the table of docs/model.md §4.3
+    PYTHONPATH=. python benchmarks/bench_milp_topology.py 64 12 0,1 60     # K S seeds [time_limit]
 
 Instances (:func:`topology_instance`, built here until ``hetplace.instances``
 has a topology family): Gavel throughputs (k80, p100, v100), nodes of 4 or 8
@@ -13,6 +13,7 @@ instance is solved once by ``solve_exact(method="milp")`` (SCIP) with a time
 limit; the script prints each solve and the median / worst wall time and how
 many ended optimal.
 """
+import math
 import sys
 import time
 
@@ -71,8 +72,10 @@ def run(rows, time_limit=120.0, solver="scip"):
         wall = time.perf_counter() - t
         assert res.placement is not None and res.objective >= res.bound * (1 - 1e-6), (res, res.message)
         out.append((K, S, seed, res.status, wall, res.gap))
+        start = res.info.get("incumbent_objective", math.nan) / res.objective - 1
         print(f"K={K:3d} S={S:2d} seed={seed} nodes={P.topology.n_nodes:2d} racks={P.topology.n_racks} "
-              f"{res.status:9s} {wall:7.2f} s gap={res.gap:.2e} vars={res.info.get('n_variables')}", flush=True)
+              f"{res.status:9s} {wall:7.2f} s gap={res.gap:.2e} variables={res.info.get('n_variables')} "
+              f"B&B nodes={res.info.get('nodes')} incumbent {start:+.2%}", flush=True)
     times = np.array([r[4] for r in out])
     print(f"optimal {sum(r[3] == 'optimal' for r in out)}/{len(out)}; wall time median {np.median(times):.2f} s, "
           f"worst {times.max():.2f} s (time_limit {time_limit} s, {solver})")

@@ -35,7 +35,7 @@ import numpy as np
 
 from .errors import InvalidOptionError, InvalidProblemTypeError, MissingDependencyError, SolverError
 from . import _interrupt
-from ._cost import job_time, price
+from ._cost import job_time, price, restarted
 from ._result import Result
 from ._validation import check_time_limit
 from ._incumbent import _incumbent, _smp_seed0, _trimmed  # noqa: F401 - _trimmed: tests use exact._trimmed
@@ -884,16 +884,20 @@ _PRICED_MOVE_SECONDS = 1.0
 _PRICED_MOVE_CELLS = 1 << 25
 
 
-def _improve_by_priced_moves(problem, placement, rel, deadline=math.inf):
-    """:func:`_improve_by_moves` with a network topology: the same descent priced by :func:`price`.
+_LEVEL_SIZE_ROWS = True
 
-    Best-improvement steps over single-worker moves (to another job or idle)
-    and swaps, every candidate assignment priced exactly (the network and the
-    restart losses) in numpy batches; at most :data:`_PRICED_MOVE_SECONDS`
-    and :data:`_MOVE_MAX_STEPS` steps.  Returns the placement reached,
-    confirmed by :func:`evaluate`, when it lowers the mean JCT by more than
-    ``rel``, else ``placement``.  A twin of the polish kernel's neighbourhood
-    because that kernel prices a job by its size (docs/model.md §1.6).
+
+def _improve_by_priced_moves(problem, placement, rel, deadline=math.inf):
+    """:func:`_improve_by_moves` with a network topology: the same neighbourhood priced by :func:`price`.
+
+    Best-improvement steps over single-worker moves (to another job or idle),
+    and over swaps when no move pays, every candidate assignment priced
+    exactly (the network and the restart losses) in numpy batches; at most
+    :data:`_PRICED_MOVE_SECONDS` and :data:`_MOVE_MAX_STEPS` steps.  Returns
+    the placement reached, confirmed by :func:`evaluate`, when it lowers the
+    mean JCT by more than ``rel``, else ``placement``.  A twin of the polish
+    kernel's neighbourhood because that kernel prices a job by its size
+    (docs/model.md §1.6).
     """
     S, K = problem.n_jobs, problem.n_workers
     deadline = min(deadline, time.perf_counter() + _PRICED_MOVE_SECONDS)
@@ -904,6 +908,19 @@ def _improve_by_priced_moves(problem, placement, rel, deadline=math.inf):
     start = total
     swaps = K * (K - 1) // 2 * K <= _PRICED_MOVE_CELLS
     iu, ju = np.triu_indices(K, 1) if swaps else (None, None)
+    batch = max(1, _PRICED_MOVE_CELLS // max(K, 1))
+
+    def best_of(rows):
+        best_total, best_row = math.inf, None
+        for lo in range(0, rows.shape[0], batch):
+            chunk = rows[lo: lo + batch]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                t = price(problem, chunk).total
+            r = int(np.argmin(t))
+            if t[r] < best_total:
+                best_total, best_row = float(t[r]), chunk[r]
+        return best_total, best_row
+
     for _ in range(_MOVE_MAX_STEPS):
         if time.perf_counter() > deadline:
             break
@@ -914,24 +931,17 @@ def _improve_by_priced_moves(problem, placement, rel, deadline=math.inf):
         ks, js = ks[ok], js[ok]
         rows = np.repeat(wj[None, :], ks.size, axis=0)
         rows[np.arange(ks.size), ks] = js
-        if swaps:
+        best_total, best_row = best_of(rows)
+        if not best_total < total * (1.0 - 1e-12) and swaps and time.perf_counter() <= deadline:
+            # swaps of two workers of different jobs (or a worker and an idle one)
             a, b = wj[iu], wj[ju]
             ok = (a != b) & ((b < 0) | usable[np.maximum(b, 0), iu]) & ((a < 0) | usable[np.maximum(a, 0), ju])
-            sw = np.repeat(wj[None, :], int(ok.sum()), axis=0)
-            r = np.arange(sw.shape[0])
-            sw[r, iu[ok]] = b[ok]
-            sw[r, ju[ok]] = a[ok]
-            rows = np.concatenate([rows, sw])
-        if rows.shape[0] == 0:
-            break
-        best_total, best_row = math.inf, None
-        for lo in range(0, rows.shape[0], max(1, _PRICED_MOVE_CELLS // max(K, 1))):
-            chunk = rows[lo: lo + max(1, _PRICED_MOVE_CELLS // max(K, 1))]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                t = price(problem, chunk).total
-            r = int(np.argmin(t))
-            if t[r] < best_total:
-                best_total, best_row = float(t[r]), chunk[r]
+            rows = np.repeat(wj[None, :], int(ok.sum()), axis=0)
+            r = np.arange(rows.shape[0])
+            rows[r, iu[ok]] = b[ok]
+            rows[r, ju[ok]] = a[ok]
+            if rows.shape[0]:
+                best_total, best_row = best_of(rows)
         if not best_total < total * (1.0 - 1e-12):
             break
         wj, total = best_row.copy(), best_total
@@ -1167,6 +1177,10 @@ def _build_milp(pywraplp, solver_id, problem, upper=None, deadline=math.inf, gro
                 row(0, 0, [(v, 1) for (nn, _), v in w[i].items() if nn == n] + [(u[i][n], -1)])
         for d, v in level[i].items():
             row(-inf, 0, [(x, 1) for (_, dd), x in w[i].items() if dd == d] + [(v, -1)])
+            # valid, tightens the LP: the size priced at level d lies in d, sum_n n w_ind <= sum_{c in d} y_ic
+            if _LEVEL_SIZE_ROWS:
+                row(-inf, 0, [(x, nn) for (nn, dd), x in w[i].items() if dd == d]
+                    + [(z[i][j], -(2 ** b)) for j, (c, b, _) in enumerate(items[i]) if domains[d][0][c]])
         row(-inf, 1, [(x, 1) for (_, dd), x in w[i].items() if dd < 0] + [(v, 1) for v in level[i].values()])
     # keep_i = 1 forces n_ic = cur_ic on every class: n_ic >= cur_ic keep_i where the
     # job runs now, and n_i <= held_i keep_i + n_max_i (1 - keep_i), so with keep_i = 1
@@ -1235,12 +1249,67 @@ def _build_milp(pywraplp, solver_id, problem, upper=None, deadline=math.inf, gro
         objective.SetOffset(sum(float(problem.restart_cost[i]) for i in range(S) if weighed[i]) / (S * scale))
     objective.SetMinimization()
     _check_clock(deadline)
+    if topo is not None and upper is not None and solver_id != "HIGHS":
+        # the incumbent as a start (only with a topology: the flat model's placements stay bit for
+        # bit as before; not for HiGHS, which OR-Tools 9.15 crashes with a hint: a segmentation fault)
+        _milp_hint(solver, problem, upper, members, items, z, u, level, w, keep, domains)
     handles = {"z": z, "items": items, "members": members, "scale": scale, "offset": offset, "n_classes": C,
                "nnz": nnz[0], "n_keep": sum(v is not None for v in keep), "n_forced_keep": int(sum(forced_keep)),
                "sizes_kept": int(sum(len(s) for s in sizes)),
                "sizes_usable": int(sum(min(c, r.size, int(m)) - int(lo) + 1
                                        for c, r, m, lo in zip(cap, r_sorted, problem.max_workers, n_lo)))}
     return solver, handles
+
+
+def _milp_hint(solver, problem, upper, members, items, z, u, level, w, keep, domains):
+    """Give the solver the incumbent ``upper`` as a (partial) start: its bits, sizes, levels and keeps.
+
+    Its class counts, sizes and the smallest modelled domain holding each job
+    (the top level when that domain is not in the model) set every binary and
+    ``w``; the solver completes the continuous rest.  Entries the pruned model
+    cannot take (a size it left out) are skipped, so a hint is never wrong,
+    at worst partial.
+    """
+    S = problem.n_jobs
+    wj = upper.worker_job
+    counts = _class_counts_of(wj, members, S)
+    n = counts.sum(axis=1)
+    width = np.array([len(m) for m in members])
+    gone = restarted(problem, wj)
+    variables, values = [], []
+    for i in range(S):
+        for j, (c, b, _) in enumerate(items[i]):
+            variables.append(z[i][j])
+            values.append(float((int(counts[i, c]) >> b) & 1))
+        if u[i] is not None:
+            if int(n[i]) not in u[i]:
+                continue
+            for m, v in u[i].items():
+                variables.append(v)
+                values.append(float(m == n[i]))
+        if level[i]:
+            inside = [d for d in level[i] if not counts[i][~domains[d][0]].any()]
+            # the domains holding the job are nested: the smallest has the fewest workers
+            d0 = min(inside, key=lambda d: int(width[domains[d][0]].sum())) if inside else -1
+            for d, v in level[i].items():
+                variables.append(v)
+                values.append(float(d == d0))
+            for (m, d), v in w[i].items():
+                variables.append(v)
+                values.append(float(m == n[i] and d == d0))
+        if keep[i] is not None:
+            variables.append(keep[i])
+            values.append(float(not gone[i]))
+    solver.SetHint(variables, values)
+
+
+def _class_counts_of(worker_job, members, S):
+    """int64 (S, C): workers of each class (``members``) that ``worker_job`` gives each job."""
+    out = np.zeros((S, len(members)), dtype=np.int64)
+    for c, m in enumerate(members):
+        j = worker_job[m]
+        out[:, c] = np.bincount(j[j >= 0], minlength=S)
+    return out
 
 
 def _milp_domains(topology, members):
@@ -1344,6 +1413,12 @@ def _solve_milp(problem, solver_key, time_limit, threads, verbose, t0, grouping=
         return ExactResult("no_solution", msg, None, weak_bound, time.perf_counter() - t0, "milp", solver_name,
                            info)
     incumbent = _incumbent(problem)
+    if problem.topology is not None:
+        # the greedy baseline ignores the network; SMP's placement (seed 0) is often far better,
+        # and a better incumbent prunes more sizes and starts the solver closer
+        smp = _smp_seed0(problem)
+        if smp.mean_jct < incumbent.mean_jct:
+            incumbent = smp
     incumbent = _improve_by_moves(problem, incumbent, 1e-9, deadline=deadline - cells * _MOVE_SECONDS_PER_CELL)
     weak_bound = float(np.mean(problem.jct_alone))  # every job alone: a valid lower bound
     info["incumbent_objective"] = incumbent.mean_jct
