@@ -12,7 +12,7 @@ import hetplace as hp
 import hetplace.exact as exact
 from hetplace.exact import solve_exact
 
-from instances import seeds, tiny_topology
+from instances import seeds, tiny_topology, with_down
 from methods import CPSAT_REL, EXACT_REL, MILP_SOLVERS
 from reference import brute_force_reference, weighted_objective_reference
 
@@ -20,8 +20,8 @@ from reference import brute_force_reference, weighted_objective_reference
 def _tiny(seed, **kw):
     """Seeds cycle through speeds, bounds, restarts and weights (alone and together)."""
     kw = dict(speeds=seed % 2 == 1, bounds=seed % 3 == 1, restarts=seed % 4 == 2, weights=seed % 5 == 3) | kw
-    K = int(np.random.default_rng([seed, 24]).integers(3, 7))
-    return tiny_topology(seed, n_workers=K, **kw)
+    kw.setdefault("n_workers", int(np.random.default_rng([seed, 24]).integers(3, 7)))
+    return tiny_topology(seed, **kw)
 
 
 def _rel(solver):
@@ -37,6 +37,18 @@ def test_milp_equals_the_reference(solver, seed):
     assert res.status == "optimal", res.message
     assert res.objective == pytest.approx(ref, rel=_rel(solver))
     assert res.bound <= ref * (1 + _rel(solver))
+
+
+@pytest.mark.parametrize("seed", seeds(30, fast=6))
+def test_milp_with_down_workers_equals_brute_force(seed):
+    P = with_down(_tiny(seed, n_workers=6), seed)
+    if P is None:
+        pytest.skip("no valid set of down workers")
+    brute = solve_exact(P, method="brute")
+    res = solve_exact(P, method="milp")
+    assert res.status == "optimal", res.message
+    assert res.objective == pytest.approx(brute.objective, rel=EXACT_REL)
+    assert np.all(res.placement.worker_job[~P.available] == -1)
 
 
 @pytest.mark.parametrize("seed", seeds(60, fast=15))
