@@ -879,12 +879,12 @@ def _improve_by_moves(problem, placement, rel, deadline=math.inf):
 
 #: Seconds at most that :func:`_improve_by_priced_moves` runs when its deadline is later (or none).
 _PRICED_MOVE_SECONDS = 1.0
-#: Most cells (rows x workers) of one batch that :func:`_improve_by_priced_moves` prices; swaps are
-#: tried only while all of them fit one batch (K of about 300).
-_PRICED_MOVE_CELLS = 1 << 25
-
-
-_LEVEL_SIZE_ROWS = True
+#: Most cells (candidate assignments x workers) of one step's moves, and of its swaps, that
+#: :func:`_improve_by_priced_moves` prices (about 1 us a cell: ~2 s); beyond, that kind is not tried
+#: (K = 64, S = 12: 53,000 cells of moves, 129,000 of swaps).
+_PRICED_MOVE_CELLS = 1 << 21
+#: Cells of one batch it prices at once (its memory: ~30 bytes a cell).
+_PRICED_BATCH_CELLS = 1 << 17
 
 
 def _improve_by_priced_moves(problem, placement, rel, deadline=math.inf):
@@ -906,19 +906,32 @@ def _improve_by_priced_moves(problem, placement, rel, deadline=math.inf):
     with np.errstate(divide="ignore", invalid="ignore"):
         total = price(problem, wj).total
     start = total
+    if K * (S + 1) * K > _PRICED_MOVE_CELLS:  # one step would take seconds: none is tried
+        return placement
     swaps = K * (K - 1) // 2 * K <= _PRICED_MOVE_CELLS
     iu, ju = np.triu_indices(K, 1) if swaps else (None, None)
-    batch = max(1, _PRICED_MOVE_CELLS // max(K, 1))
+    batch = max(1, _PRICED_BATCH_CELLS // max(K, 1))
 
-    def best_of(rows):
+    def best_of(ks, js):
+        """The least total of ``wj`` with worker ``ks[t]`` given job ``js[t]`` (and, for swaps, the
+        pair's other worker the first's job): rows built and priced a batch at a time."""
         best_total, best_row = math.inf, None
-        for lo in range(0, rows.shape[0], batch):
-            chunk = rows[lo: lo + batch]
+        for lo in range(0, ks.shape[0], batch):
+            part = slice(lo, lo + batch)
+            rows = np.repeat(wj[None, :], ks[part].shape[0], axis=0)
+            r = np.arange(rows.shape[0])
+            if ks.ndim == 1:
+                rows[r, ks[part]] = js[part]
+            else:  # swaps: (k, l) exchange their jobs
+                rows[r, ks[part, 0]] = wj[ks[part, 1]]
+                rows[r, ks[part, 1]] = wj[ks[part, 0]]
             with np.errstate(divide="ignore", invalid="ignore"):
-                t = price(problem, chunk).total
-            r = int(np.argmin(t))
-            if t[r] < best_total:
-                best_total, best_row = float(t[r]), chunk[r]
+                t = price(problem, rows).total
+            i = int(np.argmin(t))
+            if t[i] < best_total:
+                best_total, best_row = float(t[i]), rows[i].copy()
+            if time.perf_counter() > deadline:
+                break
         return best_total, best_row
 
     for _ in range(_MOVE_MAX_STEPS):
@@ -928,23 +941,16 @@ def _improve_by_priced_moves(problem, placement, rel, deadline=math.inf):
         ks, js = np.meshgrid(np.arange(K), np.arange(-1, S), indexing="ij")
         ks, js = ks.ravel(), js.ravel()
         ok = (js != wj[ks]) & ((js < 0) | usable[np.maximum(js, 0), ks])
-        ks, js = ks[ok], js[ok]
-        rows = np.repeat(wj[None, :], ks.size, axis=0)
-        rows[np.arange(ks.size), ks] = js
-        best_total, best_row = best_of(rows)
+        best_total, best_row = best_of(ks[ok], js[ok])
         if not best_total < total * (1.0 - 1e-12) and swaps and time.perf_counter() <= deadline:
             # swaps of two workers of different jobs (or a worker and an idle one)
             a, b = wj[iu], wj[ju]
             ok = (a != b) & ((b < 0) | usable[np.maximum(b, 0), iu]) & ((a < 0) | usable[np.maximum(a, 0), ju])
-            rows = np.repeat(wj[None, :], int(ok.sum()), axis=0)
-            r = np.arange(rows.shape[0])
-            rows[r, iu[ok]] = b[ok]
-            rows[r, ju[ok]] = a[ok]
-            if rows.shape[0]:
-                best_total, best_row = best_of(rows)
+            if ok.any():
+                best_total, best_row = best_of(np.stack([iu[ok], ju[ok]], axis=1), None)
         if not best_total < total * (1.0 - 1e-12):
             break
-        wj, total = best_row.copy(), best_total
+        wj, total = best_row, best_total
     if not total < start or not is_feasible(problem, wj):
         return placement
     moved = evaluate(problem, wj, method="exact", info=placement.info)
@@ -1178,9 +1184,8 @@ def _build_milp(pywraplp, solver_id, problem, upper=None, deadline=math.inf, gro
         for d, v in level[i].items():
             row(-inf, 0, [(x, 1) for (_, dd), x in w[i].items() if dd == d] + [(v, -1)])
             # valid, tightens the LP: the size priced at level d lies in d, sum_n n w_ind <= sum_{c in d} y_ic
-            if _LEVEL_SIZE_ROWS:
-                row(-inf, 0, [(x, nn) for (nn, dd), x in w[i].items() if dd == d]
-                    + [(z[i][j], -(2 ** b)) for j, (c, b, _) in enumerate(items[i]) if domains[d][0][c]])
+            row(-inf, 0, [(x, nn) for (nn, dd), x in w[i].items() if dd == d]
+                + [(z[i][j], -(2 ** b)) for j, (c, b, _) in enumerate(items[i]) if domains[d][0][c]])
         row(-inf, 1, [(x, 1) for (_, dd), x in w[i].items() if dd < 0] + [(v, 1) for v in level[i].values()])
     # keep_i = 1 forces n_ic = cur_ic on every class: n_ic >= cur_ic keep_i where the
     # job runs now, and n_i <= held_i keep_i + n_max_i (1 - keep_i), so with keep_i = 1
