@@ -942,6 +942,16 @@ def _improve_by_priced_moves(problem, placement, rel, deadline=math.inf):
         ks, js = ks.ravel(), js.ravel()
         ok = (js != wj[ks]) & ((js < 0) | usable[np.maximum(js, 0), ks])
         best_total, best_row = best_of(ks[ok], js[ok])
+        if not best_total < total * (1.0 - 1e-12) and time.perf_counter() <= deadline:
+            # whole jobs: two jobs exchange their workers, or a job moves into one node (no single
+            # worker's move can consolidate a job spread over nodes)
+            rows = _job_moves(problem, wj, usable)
+            if rows.shape[0]:
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    t = price(problem, rows).total
+                i = int(np.argmin(t))
+                if t[i] < best_total:
+                    best_total, best_row = float(t[i]), rows[i].copy()
         if not best_total < total * (1.0 - 1e-12) and swaps and time.perf_counter() <= deadline:
             # swaps of two workers of different jobs (or a worker and an idle one)
             a, b = wj[iu], wj[ju]
@@ -955,6 +965,38 @@ def _improve_by_priced_moves(problem, placement, rel, deadline=math.inf):
         return placement
     moved = evaluate(problem, wj, method="exact", info=placement.info)
     return moved if moved.mean_jct < placement.mean_jct * (1.0 - rel) else placement
+
+
+def _job_moves(problem, wj, usable):
+    """Candidate assignments moving whole jobs: (R, K) int64.
+
+    Every pair of jobs exchanging their worker sets (when each can use the
+    other's workers), and every job re-placed inside one node on its own and
+    the idle workers there, on its ``n`` fastest of them for every ``n`` up to
+    ``max_workers`` (its other workers left idle).
+    """
+    S = problem.n_jobs
+    rows = []
+    sets = [np.flatnonzero(wj == i) for i in range(S)]
+    for i in range(S):
+        for j in range(i + 1, S):
+            if usable[i, sets[j]].all() and usable[j, sets[i]].all():
+                r = wj.copy()
+                r[sets[i]], r[sets[j]] = j, i
+                rows.append(r)
+    node = problem.topology.node
+    rho = problem.worker_throughput
+    for i in range(S):
+        base = wj.copy()
+        base[sets[i]] = -1
+        for v in np.unique(node[usable[i]]):
+            free = np.flatnonzero((node == v) & (base < 0) & usable[i])
+            free = free[np.argsort(-rho[i, free], kind="stable")][: int(problem.max_workers[i])]
+            for n in range(max(int(problem.min_workers[i]), 1), free.size + 1):
+                r = base.copy()
+                r[free[:n]] = i
+                rows.append(r)
+    return np.array(rows, dtype=np.int64).reshape(len(rows), wj.size)
 
 
 def _comm_floor(problem, i, n):
