@@ -1229,6 +1229,16 @@ def _build_milp(pywraplp, solver_id, problem, upper=None, deadline=math.inf, gro
             row(-inf, 0, [(x, nn) for (nn, dd), x in w[i].items() if dd == d]
                 + [(z[i][j], -(2 ** b)) for j, (c, b, _) in enumerate(items[i]) if domains[d][0][c]])
         row(-inf, 1, [(x, 1) for (_, dd), x in w[i].items() if dd < 0] + [(v, 1) for v in level[i].values()])
+        # valid, tightens the LP: at level d on n workers, X_i is at most the n fastest in d (U_nd),
+        # so tau_i >= rhat_i / U_nd; one size-and-level term is 1 (size 1: the fastest anywhere)
+        fastest = {-1: np.cumsum(r_sorted[i])}
+        for d in level[i]:
+            r = np.repeat(rate[i], size)[np.repeat(domains[d][0], size)]
+            fastest[d] = np.cumsum(np.sort(r[r > 0])[::-1])
+        terms = [(x, r_hat[i] / fastest[d][n - 1]) for (n, d), x in w[i].items()]
+        if 1 in u[i]:
+            terms.append((u[i][1], r_hat[i] / r_sorted[i][0]))
+        row(0, inf, [(tau[i], sigma[i] * (1.0 + slack))] + [(x, -a) for x, a in terms])
     # keep_i = 1 forces n_ic = cur_ic on every class: n_ic >= cur_ic keep_i where the
     # job runs now, and n_i <= held_i keep_i + n_max_i (1 - keep_i), so with keep_i = 1
     # no class gets more (cur_ic = 0 where the job has rate 0: its classes hold all of
