@@ -16,7 +16,8 @@ Methods
     for speeds 1, far beyond the plain DP's reach (K = 256, S = 32).
 ``"milp"``
     Mixed-integer linear programme solved by OR-Tools ``pywraplp`` with SCIP,
-    CP-SAT or HiGHS.  Exact for per-worker speeds and communication.
+    CP-SAT or HiGHS.  Exact for per-worker speeds, communication and a network
+    topology.
 ``"brute"``
     Enumeration of all ``(S+1)**K`` worker -> job maps (Cython kernel
     :func:`hetplace._core._brute.brute_force`); for tests on tiny instances.
@@ -474,6 +475,16 @@ def solve_exact(
     coefficients are O(1).  Gap limits: relative 1e-9, absolute 1e-12.  SCIP
     runs without its aggregation separator and with at most 5 root cut rounds
     (faster on this model, same optima: docs/results.md §5).
+
+    **Network topology** (``Problem(node=...)``, docs/model.md §4.3): classes
+    are (node, type, speed); a binary per job and domain (one node, or one rack
+    of several nodes) confines its workers, and a size-by-level one-hot
+    ``w[i,n,d] = u[i,n] level[i,d]`` (exact disaggregation) prices its ring at
+    that domain's bandwidth (none: the top level's).  Sizes are pruned with
+    the communication's floor (``comm_model.floor``), never ``size_cost``
+    (the top level's, an upper bound); the incumbent is also SMP's placement,
+    its local moves are priced by :func:`hetplace._cost.price`, and it is given
+    to SCIP and CP-SAT as a hint.
 
     **CP-SAT** only solves integer programmes: OR-Tools multiplies continuous
     variables by ``mip_var_scaling`` and rounds them.  We set it to 1e6, so
