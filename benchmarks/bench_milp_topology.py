@@ -4,6 +4,7 @@ Run (from the repository root; ``PYTHONPATH=.`` makes it import this checkout's 
 
     PYTHONPATH=. python benchmarks/bench_milp_topology.py                  # the table of docs/model.md §4.3
     PYTHONPATH=. python benchmarks/bench_milp_topology.py 64 12 0,1 60     # K S seeds [time_limit]
+    pytest benchmarks/bench_milp_topology.py                              # the small cases, timed
 
 Instances (:func:`topology_instance`, built here until ``hetplace.instances``
 has a topology family): Gavel throughputs (k80, p100, v100), nodes of 4 or 8
@@ -18,6 +19,7 @@ import sys
 import time
 
 import numpy as np
+import pytest
 
 from hetplace import Problem
 from hetplace.data import DEFAULT_GRAD_BYTES, gavel_path, load_gavel
@@ -58,6 +60,15 @@ def topology_instance(seed, n_workers, n_jobs, table=None, p_exclude=0.15):
         kw.update(rack=np.arange(len(sizes)) // per, rack_bandwidth=rng.uniform(2, 5) * BANDWIDTH)
     return Problem(rho, counts, batch, iters, grad_bytes=grad, bandwidth=BANDWIDTH, type_names=list(TYPES),
                    **kw)
+
+
+@pytest.mark.parametrize("K, S, seed", TABLE[:4])
+def test_milp_topology(benchmark, K, S, seed):
+    problem = topology_instance(seed, K, S)
+    res = benchmark.pedantic(solve_exact, args=(problem,), kwargs={"method": "milp", "time_limit": 60.0},
+                             rounds=1, iterations=1)
+    assert res.status == "optimal" and abs(res.gap) < 1e-6
+    benchmark.extra_info.update(nodes=res.info.get("nodes"), variables=res.info["n_variables"])
 
 
 def run(rows, time_limit=120.0, solver="scip"):

@@ -37,6 +37,7 @@ import numpy as np
 from .errors import InvalidOptionError, InvalidProblemTypeError, MissingDependencyError, SolverError
 from . import _interrupt
 from ._cost import job_time, price, restarted
+from .bound import _class_counts
 from ._result import Result
 from ._validation import check_time_limit
 from ._incumbent import _incumbent, _smp_seed0, _trimmed  # noqa: F401 - _trimmed: tests use exact._trimmed
@@ -1340,7 +1341,7 @@ def _milp_hint(solver, problem, upper, members, items, z, u, level, w, keep, dom
     """
     S = problem.n_jobs
     wj = upper.worker_job
-    counts = _class_counts_of(wj, members, S)
+    counts = _class_counts(wj, members, S)
     n = counts.sum(axis=1)
     width = np.array([len(m) for m in members])
     gone = restarted(problem, wj)
@@ -1369,15 +1370,6 @@ def _milp_hint(solver, problem, upper, members, items, z, u, level, w, keep, dom
             variables.append(keep[i])
             values.append(float(not gone[i]))
     solver.SetHint(variables, values)
-
-
-def _class_counts_of(worker_job, members, S):
-    """int64 (S, C): workers of each class (``members``) that ``worker_job`` gives each job."""
-    out = np.zeros((S, len(members)), dtype=np.int64)
-    for c, m in enumerate(members):
-        j = worker_job[m]
-        out[:, c] = np.bincount(j[j >= 0], minlength=S)
-    return out
 
 
 def _milp_domains(topology, members):
