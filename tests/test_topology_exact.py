@@ -109,3 +109,22 @@ def test_lower_bound_is_below_the_milp_optimum(K, S, seed):
     lb = hp.lower_bound(P)
     assert res.status == "optimal", res.message
     assert float(np.mean(P.jct_alone)) * (1 - 1e-9) <= lb.bound <= res.objective * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_domains_slower_inside_never_give_a_wrong_optimum(seed):
+    # a node slower than the links between nodes (or a rack faster than its nodes): the model may
+    # price a job below its cost there, and then the check reports "feasible", never a wrong optimum
+    P = tiny_topology(seed, n_workers=5, racks=seed % 2 == 0)
+    d = P.to_dict()
+    rng = np.random.default_rng(seed)
+    d["node_bandwidth"] = (rng.uniform(0.2, 3.0, P.topology.n_nodes) * P.bandwidth).tolist()
+    if P.topology.rack is not None:
+        d["rack_bandwidth"] = float(rng.uniform(0.5, 50.0) * P.bandwidth)
+    Q = hp.Problem.from_dict(d)
+    ref, _ = brute_force_reference(Q, objective=weighted_objective_reference)
+    for solver in MILP_SOLVERS:
+        res = solve_exact(Q, method="milp", solver=solver)
+        assert res.objective >= ref * (1 - 1e-9)
+        if res.status == "optimal":
+            assert res.objective == pytest.approx(ref, rel=_rel(solver))
