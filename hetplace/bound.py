@@ -151,18 +151,37 @@ def _enumerate_vectors(cap):
     return np.stack([g.ravel() for g in grids], axis=1).astype(np.int64) if len(cap) else np.zeros((1, 0), np.int64)
 
 
+def _column_time(problem, jobs, X, n):
+    """``job_time`` of ``jobs[t]`` on ``n[t]`` workers of summed throughput ``X[t]``, as the LP prices it.
+
+    Exact without a network topology.  With one, a column (class counts, no
+    nodes) does not say which nodes the job spans, so its communication is
+    the network's floor ``comm_model.floor`` (the best domain that can hold
+    ``n`` workers; ``inf`` outside the size bounds): at most the true cost of
+    every placement with those counts, so the bound stays valid.
+    """
+    if problem.topology is None:
+        return job_time(problem, jobs, X, n)
+    jobs, n = np.broadcast_arrays(jobs, n)
+    comm = problem.comm_model.floor(jobs, n)
+    comm = np.where((n > problem.max_workers[jobs]) | ((n > 0) & (n < problem.min_workers[jobs])), math.inf, comm)
+    return job_time(problem, jobs, X, n, comm=comm)
+
+
 def _column_costs(problem, n, rates, keep, can_keep):
-    """(S,): exact JCT of every job ``i`` with class counts ``n[i]`` (vectorised :func:`_column_cost`)."""
+    """(S,): JCT of every job ``i`` with class counts ``n[i]`` (vectorised :func:`_column_cost`; exact
+    without a topology, its floor with one: :func:`_column_time`)."""
     S = problem.n_jobs
     idx = np.arange(S)
-    cost = job_time(problem, idx, np.einsum("ic,ic->i", rates, n), n.sum(axis=1))
+    cost = _column_time(problem, idx, np.einsum("ic,ic->i", rates, n), n.sum(axis=1))
     kept = can_keep & (n == keep).all(axis=1)
     return cost + np.where(kept, 0.0, problem.restart_cost)
 
 
 def _column_cost(problem, i, n, rates, keep_vec):
-    """Exact JCT of job ``i`` with class counts ``n`` (restart loss included unless ``n`` is its kept vector)."""
-    cost = float(job_time(problem, np.array([i]), np.array([float(rates[i] @ n)]), np.array([int(n.sum())]))[0])
+    """JCT of job ``i`` with class counts ``n`` (restart loss included unless ``n`` is its kept vector;
+    :func:`_column_time`)."""
+    cost = float(_column_time(problem, np.array([i]), np.array([float(rates[i] @ n)]), np.array([int(n.sum())]))[0])
     if problem.restart_cost[i] > 0 and not (keep_vec is not None and np.array_equal(n, keep_vec)):
         cost += float(problem.restart_cost[i])
     return cost
@@ -307,7 +326,13 @@ def _colgen(problem, time_limit, t0, max_classes=None, state=None):
     can_keep = problem.can_keep.copy()
     restart = problem.restart_cost.astype(np.float64)
     work = problem.work.astype(np.float64)
-    coef = problem.comm_coef.astype(np.float64)
+    if problem.topology is None:
+        coef = problem.comm_coef.astype(np.float64)
+    else:
+        # the relaxation prices coef * 2 (n-1)/n: with a topology, coef at the best bandwidth of a
+        # domain of two workers or more, at most the floor (and so the true cost) of every size
+        scale2 = problem.comm_model.floor_scale[2] if problem.n_workers >= 2 else 0.0
+        coef = np.ascontiguousarray(problem.comm_model.volume * scale2, dtype=np.float64)
     lo = problem.min_workers.astype(np.int64)
     hi = problem.max_workers.astype(np.int64)
     scale = float(np.mean(problem.jct_alone))  # costs are divided by it inside the LP (O(1) numbers)
@@ -322,7 +347,7 @@ def _colgen(problem, time_limit, t0, max_classes=None, state=None):
         bad_class = ((rates <= 0).astype(np.int64) @ vec.T) > 0  # (S, V): a worker of an unusable class
         ok = (~bad_class) & (N[None, :] >= np.maximum(lo, 1)[:, None]) & (N[None, :] <= hi[:, None])
         with np.errstate(divide="ignore"):
-            base = np.where(ok, job_time(problem, np.arange(S)[:, None], X, N[None, :]), np.inf)  # (S, V), no restart
+            base = np.where(ok, _column_time(problem, np.arange(S)[:, None], X, N[None, :]), np.inf)  # (S, V), no restart
         kept_idx = np.full(S, -1)
         radix = np.cumprod(np.r_[1, (cap + 1)[::-1][:-1]])[::-1]
         for i in np.flatnonzero(can_keep):
@@ -488,6 +513,9 @@ def _colgen(problem, time_limit, t0, max_classes=None, state=None):
         info["warm_start"] = {"iterations": coarse.info["iterations"], "bound": coarse.bound}
         if coarse.bound > bound:  # a valid bound too (speeds rounded up to each type's fastest)
             bound = coarse.bound
+    if problem.topology is not None:
+        # the LP prices communication at its floor; every job alone (exact with a topology) may be higher
+        bound = max(bound, float(np.mean(problem.jct_alone)) * (1 - _SAFETY_REL))
     return BoundResult(status, message, info, bound=bound, placement=placement,
                        wall_time=time.perf_counter() - t0, method="colgen")
 
