@@ -300,8 +300,7 @@ def _run_instance(payload):
     if ref is not None and ref.objective is not None and best_bound > ref.objective:
         best_bound = math.nan  # above a feasible placement's objective: not a bound (its message says why)
     lb_cols = dict(lb_status="", lb_bound=math.nan, lb_wall_time=math.nan)
-    # lower_bound does not price a network topology yet: with one, no certified gap rather than a wrong one
-    if (ref is None or ref.status != "optimal") and problem.topology is None:
+    if ref is None or ref.status != "optimal":
         t = time.perf_counter()
         try:
             lb = lower_bound(problem, time_limit=payload["exact_time_limit"])

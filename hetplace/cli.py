@@ -204,12 +204,8 @@ def _window(text):
 
 # ------------------------------------------------------------------ run
 def _certify(placement, skip):
-    """The lower bound of ``placement``'s problem within :data:`BOUND_TIME_LIMIT` s, or None when skipped.
-
-    Skipped with a network topology: :func:`hetplace.lower_bound` does not
-    price one yet (its bound would be of the flat model, not valid here).
-    """
-    if skip or placement.problem.topology is not None:
+    """The lower bound of ``placement``'s problem within :data:`BOUND_TIME_LIMIT` s, or None when skipped."""
+    if skip:
         return None
     from .bound import lower_bound
 
