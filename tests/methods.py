@@ -8,7 +8,8 @@ Each row is one way to call :func:`hetplace.place`: a method of
 with those registries, so a method, backend, exact method or solver added to
 the library but not here fails the suite; the feature tests (size bounds:
 ``test_bounds.py``, down workers: ``test_available.py``, re-placement with
-restarts: ``test_restart_*.py``, the edges of the numeric range:
+restarts: ``test_restart_*.py``, job weights: ``test_weights.py``, a network
+topology: ``test_topology_methods.py``, the edges of the numeric range:
 ``test_placement.py``, hostile inputs: ``test_hostile.py``) run every row
 that :meth:`Method.applies` to their instance.
 """
