@@ -62,6 +62,10 @@ class _PeerPolicy:
     """Shared plumbing: option names checked, throughputs through the progress model, the type order."""
 
     name = ""
+    #: What the policy's table row says it is.
+    label = ""
+    #: True for a policy whose definition needs the jobs' true lengths (the simulator then hands it them).
+    oracle = False
 
     def __new__(cls, *args, **options):
         if args:
@@ -159,6 +163,7 @@ class FifoPolicy(_PeerPolicy):
     """
 
     name = "fifo"
+    label = "FIFO"
     _aware = False
 
     def __init__(self, type_order="cluster", seed=0):
@@ -224,6 +229,7 @@ class FifoAwarePolicy(FifoPolicy):
     """
 
     name = "fifo-aware"
+    label = "FIFO-aware (simplified)"
     _aware = True
 
 
@@ -418,6 +424,7 @@ class LasPolicy(_GavelRoundPolicy):
     """
 
     name = "las"
+    label = "LAS (Gavel max-min)"
 
     def _solve(self, state, jobs, R, types):
         cap = np.array([state.cluster[g] for g in types], dtype=np.float64)
@@ -452,6 +459,7 @@ class LasAwarePolicy(LasPolicy):
     """
 
     name = "las-aware"
+    label = "LAS-aware (Gavel max-min, het.)"
     _aware = True
 
     def _solve(self, state, jobs, R, types):
@@ -488,6 +496,9 @@ class FtfPolicy(_GavelRoundPolicy):
     """
 
     name = "ftf"
+    label = "FTF (Gavel, oracle lengths)"
+    #: Gavel's finish-time fairness programme takes every job's remaining steps.
+    oracle = True
 
     def __init__(self, min_reset_interval=1920.0, seed=0, tol=1e-3, new_jobs="idle", point="center"):
         self.tol = _check_real("tol", tol, low=0.0, strict=True, high=0.5,
@@ -569,6 +580,7 @@ class FtfAwarePolicy(FtfPolicy):
     """
 
     name = "ftf-aware"
+    label = "FTF-aware (Gavel, het., oracle lengths)"
     _aware = True
 
     def _rates_for_programme(self, state, R, types):
@@ -615,10 +627,15 @@ class AlloxPolicy(_PeerPolicy):
     """
 
     name = "allox"
+    label = "AlloX + FIFO (ours, oracle lengths)"
+    #: AlloX's matching costs are the jobs' processing times (remaining steps over rates).
+    oracle = True
 
     def __init__(self, multi_gpu="fifo"):
         super().__init__()
         self.multi_gpu = check_choice("multi_gpu", multi_gpu, ("fifo", "error"))
+        if self.multi_gpu == "error":
+            self.label = "AlloX (oracle lengths)"  # AlloX's own model: single-GPU jobs only
 
     def decide(self, state):
         """Allocation for the coming round: ``{job_id: {gpu_type: scale_factor}}``."""
