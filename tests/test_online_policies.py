@@ -143,7 +143,8 @@ def test_policy_with_no_jobs_and_with_a_job_too_big_for_the_cluster(name):
 
 
 def test_registry_names_match_the_policies():
-    assert set(PEER_POLICIES) == {"fifo", "fifo-aware", "las", "las-aware", "ftf", "ftf-aware", "allox", "sia"}
+    assert set(PEER_POLICIES) == {"fifo", "fifo-aware", "las", "las-aware", "ftf", "ftf-aware", "allox", "sia",
+                                  "gavel-mst"}
     for name, cls in PEER_POLICIES.items():
         assert cls().name == name
 
@@ -527,3 +528,57 @@ def test_allox_starts_the_job_that_runs_first_in_the_optimal_order():
     # two GPUs of one type, three jobs: the two shortest start, the longest waits
     starts, _ = _allox_match(np.array([[3.0], [1.0], [2.0]]), np.array([2]))
     assert sorted(starts) == [(1, 0), (2, 0)]
+
+
+# ------------------------------------------------------------------ Gavel's max-sum-throughput
+def _mst_brute_force(R, scale, cap, step):
+    """Best ``sum R * X`` over a grid of shares (multiples of ``step``) meeting Gavel's constraints.
+
+    A job never gets a share of a type with fewer GPUs than it needs (Gavel could not place it there).
+    """
+    J, T = R.shape
+    grid = np.arange(0.0, 1.0 + 1e-9, step)
+    best = -np.inf
+    for flat in itertools.product(grid, repeat=J * T):
+        X = np.array(flat).reshape(J, T)
+        if np.any(X[scale[:, None] > cap[None, :]] > 0):
+            continue
+        if np.all(X.sum(axis=1) <= 1 + 1e-9) and np.all(scale @ X <= cap + 1e-9):
+            best = max(best, float((R * X).sum()))
+    return best
+
+
+def test_gavel_mst_on_a_hand_case():
+    from hetplace.online.policies_peers import max_sum_throughput_shares
+
+    # one V100 and one K80; A is 3x faster on the V100, B only 1.33x: A on the V100, B on the K80 (4.5)
+    R = np.array([[3.0, 1.0], [2.0, 1.5]])
+    X = max_sum_throughput_shares(R, np.array([1.0, 1.0]), np.array([1.0, 1.0]))
+    assert np.allclose(X, [[1, 0], [0, 1]]) and (R * X).sum() == pytest.approx(4.5)
+    assert (R * X).sum() == pytest.approx(_mst_brute_force(R, np.array([1.0, 1.0]), np.array([1.0, 1.0]), 0.25))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_gavel_mst_matches_brute_force_on_small_cases(seed):
+    from hetplace.online.policies_peers import max_sum_throughput_shares
+
+    rng = np.random.default_rng(seed)
+    R = rng.integers(1, 6, size=(3, 2)).astype(float)
+    R[rng.integers(3), rng.integers(2)] = 0.0  # a job that cannot run on a type
+    scale = rng.choice([1.0, 2.0], size=3)
+    cap = np.array([2.0, 1.0])
+    X = max_sum_throughput_shares(R, scale, cap)
+    assert np.all(X >= -1e-9) and np.all(X.sum(axis=1) <= 1 + 1e-9) and np.all(scale @ X <= cap + 1e-9)
+    assert np.all(X[R == 0] == 0)
+    # on these integer data every vertex has shares in multiples of 1/2, so a 1/4 grid holds an optimum
+    assert (R * X).sum() == pytest.approx(_mst_brute_force(R, scale, cap, 0.25))
+
+
+def test_gavel_mst_runs_the_shares_through_gavels_rounds():
+    state = random_state(40, n_jobs=6, cluster={"v100": 2, "k80": 4})
+    policy = PEER_POLICIES["gavel-mst"]()
+    counts = run_rounds(policy, state, 40)
+    shares = policy.shares()
+    for jid, c in counts.items():
+        for g, x in shares[jid].items():
+            assert abs(c.get(g, 0) / 40 - x) < 0.15  # the round mechanism follows the shares

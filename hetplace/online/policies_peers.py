@@ -11,6 +11,7 @@ maps a ``ClusterState`` (the simulator's snapshot at a round boundary) to
 - ``"ftf"`` / ``"ftf-aware"``: Gavel's finish-time fairness, same mechanism.
 - ``"allox"``: AlloX's min-cost matching of single-GPU jobs to (GPU, position) slots.
 - ``"sia"``: a Sia-like integer programme choosing one GPU type and a count per job.
+- ``"gavel-mst"``: Gavel's heterogeneity-aware max-sum-throughput, same round mechanism.
 
 Gavel's and AlloX's policies give every job exactly its scale factor of GPUs, all of
 one type; Sia's chooses the count.  Formulations, and where each departs from the
@@ -30,7 +31,8 @@ from . import _lp
 
 __all__ = [
     "PEER_POLICIES", "FifoPolicy", "FifoAwarePolicy", "LasPolicy", "LasAwarePolicy",
-    "FtfPolicy", "FtfAwarePolicy", "AlloxPolicy", "SiaPolicy",
+    "FtfPolicy", "FtfAwarePolicy", "AlloxPolicy", "SiaPolicy", "GavelMaxSumThroughputPolicy",
+    "max_sum_throughput_shares",
 ]
 
 #: GPU counts a job may take in Gavel's traces and the throughput table.
@@ -593,6 +595,70 @@ class FtfAwarePolicy(FtfPolicy):
         return shares
 
 
+class GavelMaxSumThroughputPolicy(_GavelRoundPolicy):
+    """Gavel's heterogeneity-aware max-sum-throughput (Gavel's ThroughputSumWithPerf), the Gavel baseline in Sia.
+
+    The programme over time shares ``X[j, t]`` is
+
+        maximise  sum_j sum_t r[j, t] X[j, t]
+        s.t.      X >= 0,  sum_t X[j, t] <= 1,  sum_j s_j X[j, t] <= m_t
+
+    with ``r[j, t]`` job j's steps/s on its ``s_j`` GPUs of type t (the trace's sizes),
+    un-normalised as in Gavel.  It is re-solved when the job set changes (after
+    ``min_reset_interval`` seconds) and carried out by Gavel's round mechanism, fastest
+    type's queue first.  It uses no job length.
+
+    Parameters
+    ----------
+    min_reset_interval, seed, new_jobs
+        As for ``"las"``.
+
+    Notes
+    -----
+    Gavel solves the programme with cvxpy and keeps the point of the optimal face its
+    solver returns; here SciPy's HiGHS returns a vertex (a basic optimal solution).
+    """
+
+    name = "gavel-mst"
+    label = "Gavel max-sum-throughput (het.)"
+    _aware = True
+
+    def __init__(self, min_reset_interval=1920.0, seed=0, new_jobs="idle"):
+        super().__init__(min_reset_interval=min_reset_interval, seed=seed, new_jobs=new_jobs, point="vertex")
+
+    def _solve(self, state, jobs, R, types):
+        cap = np.array([state.cluster[g] for g in types], dtype=np.float64)
+        scale = np.array([js.job.scale_factor for js in jobs], dtype=np.float64)
+        return max_sum_throughput_shares(R, scale, cap)
+
+
+def max_sum_throughput_shares(R, scale, capacity):
+    """Time shares ``X`` (J, T) maximising ``sum R * X`` under Gavel's constraints (module docstring of the policy).
+
+    ``X[j, t] = 0`` where ``R[j, t] <= 0``; solved by SciPy's HiGHS (a vertex of the optimal face).
+    """
+    from scipy.optimize import linprog
+
+    R = np.asarray(R, dtype=np.float64)
+    J, T = R.shape
+    X = np.zeros((J, T))
+    usable = (R > 0) & (np.asarray(scale)[:, None] <= np.asarray(capacity)[None, :])
+    if not usable.any():
+        return X
+    idx = np.flatnonzero(usable.ravel())
+    jj, tt = np.divmod(idx, T)
+    n = idx.size
+    A = np.zeros((J + T, n))
+    A[jj, np.arange(n)] = 1.0  # each job's shares sum to at most 1
+    A[J + tt, np.arange(n)] = np.asarray(scale, dtype=np.float64)[jj]  # GPUs of each type
+    b = np.concatenate([np.ones(J), np.asarray(capacity, dtype=np.float64)])
+    res = linprog(-R.ravel()[idx], A_ub=A, b_ub=b, bounds=(0.0, 1.0), method="highs")
+    if res.status != 0:
+        raise SolverError(f"HiGHS returned status {res.status} ({res.message}) on policy 'gavel-mst'; report this.")
+    X.ravel()[idx] = np.clip(res.x, 0.0, 1.0)
+    return X
+
+
 # ---------------------------------------------------------------------------------- AlloX
 class AlloxPolicy(_PeerPolicy):
     """AlloX: single-GPU jobs matched to (GPU, position) slots at the least total completion time.
@@ -932,4 +998,5 @@ PEER_POLICIES = {
     "ftf-aware": FtfAwarePolicy,
     "allox": AlloxPolicy,
     "sia": SiaPolicy,
+    "gavel-mst": GavelMaxSumThroughputPolicy,
 }
