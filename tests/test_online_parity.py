@@ -129,3 +129,4 @@ def test_the_parity_check_catches_a_policy_that_reads_lengths(name):
         n = min(len(da), len(db))
         differ = differ or da[:n] != db[:n]
     assert differ
+
