@@ -537,3 +537,11 @@ def test_a_slow_decision_is_reported_not_silently_waited_for():
     assert res.slow_decisions == res.rounds["time"].size > 0
     assert res.summary()["slow_decisions"] == res.slow_decisions and res.decision_time_max >= 0.02
     assert simulate(trace, CLUSTER, Slow(), progress=False).slow_decisions == 0  # default limit: 10 s
+
+
+def test_cli_restart_takes_the_named_models():
+    from hetplace.cli import _restart_arg
+
+    assert _restart_arg("sia") == "sia" and _restart_arg("FLAT30") == "flat30" and _restart_arg("none") == "none"
+    with pytest.raises(InvalidOptionError, match="'flat30', 'sia'"):
+        _restart_arg("pollux")

@@ -332,7 +332,8 @@ class SMPPolicy:
             if iso > 0:
                 age = max(state.time - s.job.arrival, 0.0)
                 left = self._left(state, s)
-                if (age + left / iso) >= self.fairness * ((s.done_steps + left) / iso):
+                total = s.job.total_steps if self.oracle else s.done_steps + left
+                if (age + left / iso) >= self.fairness * (total / iso):
                     out.add(s.job.job_id)
         return out
 
