@@ -1,0 +1,508 @@
+"""Local search priced by the network topology (docs/model.md §3.13): one source, three backends.
+
+SMP with a topology (:func:`hetplace.smp.smp_place`) improves each packed
+candidate with this descent.  Unlike :mod:`hetplace._core._polish`, whose
+communication depends on a job's size only, every step here is priced by
+the hierarchical ring of docs/model.md §1.6: job ``i`` on ``n`` workers costs
+
+    ``work_i / X_i + (volume_i / b_i) * 2 (n - 1) / n  (+ its restart loss)``
+
+with ``b_i`` the bandwidth of the smallest domain (node, rack, cluster)
+holding its workers.  The state of a job (size, throughput, workers per node
+and per rack, distinct nodes and racks and the sums of their ids -- the one
+node of a job on one node is that sum) is updated in O(1) per worker, so a
+move or a swap is priced in O(1).  Neighbourhoods, in this order:
+
+* move: one worker to another job or idle (best for each worker, first
+  improving worker taken);
+* swap: two workers of different jobs (or one idle) trade places;
+* consolidation (only when no move or swap improves): a job spread over
+  several nodes (racks) takes its workers outside one node (rack) to workers
+  of that domain not its own, in exchange -- idle ones first, then ones on
+  nodes it already uses, then those of jobs that are spread themselves --
+  and a spread job may release every worker it has on one node.  These
+  compound steps let a job leave an extra node, which single-worker moves
+  cannot do without a loss first.  The best of them is taken, priced exactly
+  from scratch.
+
+Every accepted step lowers the total by more than ``REL_GAIN`` of it, so the
+descent ends.  Rules of the source: those of :mod:`hetplace._core._polish`
+(kernels take typed arrays and scalars, never allocate, declare every local).
+Private: inputs are trusted (built by :mod:`hetplace.smp`).
+"""
+
+from __future__ import annotations
+
+import os
+
+import cython
+import numpy as np
+from cython.parallel import prange
+
+__all__ = ["COMPILED", "topo_polish_rows", "topo_totals"]
+
+#: True in the extension built by ``cythonize``; False when this source runs under Numba or as Python.
+COMPILED = cython.compiled
+
+#: A step must lower the total JCT by more than this fraction of it.
+REL_GAIN = cython.declare(cython.double, 1e-12)
+INF = cython.declare(cython.double, float("inf"))
+_GO = np.zeros(1, dtype=np.int64)
+_GO.flags.writeable = False
+
+# columns of the per-job integer state st (S, 6)
+# 0 n (workers), 1 distinct nodes, 2 distinct racks, 3 sum of node ids, 4 sum of rack ids,
+# 5 workers in exactly one of the job's set and its current set
+
+
+@cython.cfunc
+@cython.inline
+@cython.nogil
+@cython.exceptval(check=False)
+def _price(jp: cython.const[cython.double][:, ::1], ji: cython.const[cython.longlong][:, ::1],
+           bwn: cython.const[cython.double][::1], bwr: cython.const[cython.double][::1], top: cython.double,
+           has_rack: cython.bint, i: cython.Py_ssize_t, X: cython.double, n: cython.longlong,
+           nn: cython.longlong, nr: cython.longlong, nsum: cython.longlong, rsum: cython.longlong,
+           mis: cython.longlong) -> cython.double:
+    """Job ``i``'s cost in the given state (``jp[i]`` = work, volume, restart cost; ``ji[i]`` = min, max, running)."""
+    c: cython.double
+    b: cython.double
+    if n == 0 or n < ji[i, 0] or n > ji[i, 1]:
+        return INF
+    c = jp[i, 0] / X
+    if n >= 2:
+        if nn == 1:
+            b = bwn[nsum]
+        elif has_rack and nr == 1:
+            b = bwr[rsum]
+        else:
+            b = top
+        if b < INF:
+            c = c + (jp[i, 1] / b) * (2.0 * (n - 1.0) / n)
+    if ji[i, 2] != 0 and mis > 0:
+        c = c + jp[i, 2]
+    return c
+
+
+@cython.cfunc
+@cython.nogil
+@cython.exceptval(check=False)
+def _after(rho: cython.const[cython.double][:, ::1], jp: cython.const[cython.double][:, ::1],
+           ji: cython.const[cython.longlong][:, ::1], node: cython.const[cython.longlong][::1],
+           node_rack: cython.const[cython.longlong][::1], bwn: cython.const[cython.double][::1],
+           bwr: cython.const[cython.double][::1], top: cython.double, has_rack: cython.bint,
+           current: cython.const[cython.longlong][::1], X: cython.double[::1], st: cython.longlong[:, ::1],
+           cnt: cython.longlong[:, ::1], cntr: cython.longlong[:, ::1], i: cython.Py_ssize_t,
+           r: cython.Py_ssize_t, a: cython.Py_ssize_t) -> cython.double:
+    """Job ``i``'s cost once it loses worker ``r`` and gains worker ``a`` (either -1 for none)."""
+    x: cython.double = X[i]
+    n: cython.longlong = st[i, 0]
+    nn: cython.longlong = st[i, 1]
+    nr: cython.longlong = st[i, 2]
+    nsum: cython.longlong = st[i, 3]
+    rsum: cython.longlong = st[i, 4]
+    mis: cython.longlong = st[i, 5]
+    vr: cython.longlong = -1
+    va: cython.longlong = -1
+    qr: cython.longlong = -1
+    qa: cython.longlong = -1
+    if r >= 0:
+        x = x - rho[i, r]
+        n -= 1
+        vr = node[r]
+        qr = node_rack[vr]
+        if current[r] == i:
+            mis += 1
+        else:
+            mis -= 1
+    if a >= 0:
+        x = x + rho[i, a]
+        n += 1
+        va = node[a]
+        qa = node_rack[va]
+        if current[a] == i:
+            mis -= 1
+        else:
+            mis += 1
+    if vr != va:
+        if vr >= 0 and cnt[i, vr] == 1:
+            nn -= 1
+            nsum -= vr
+        if va >= 0 and cnt[i, va] == 0:
+            nn += 1
+            nsum += va
+        if qr != qa:
+            if qr >= 0 and cntr[i, qr] == 1:
+                nr -= 1
+                rsum -= qr
+            if qa >= 0 and cntr[i, qa] == 0:
+                nr += 1
+                rsum += qa
+    return _price(jp, ji, bwn, bwr, top, has_rack, i, x, n, nn, nr, nsum, rsum, mis)
+
+
+@cython.cfunc
+@cython.nogil
+@cython.exceptval(check=False)
+def _rebuild(rho: cython.const[cython.double][:, ::1], jp: cython.const[cython.double][:, ::1],
+             ji: cython.const[cython.longlong][:, ::1], node: cython.const[cython.longlong][::1],
+             node_rack: cython.const[cython.longlong][::1], bwn: cython.const[cython.double][::1],
+             bwr: cython.const[cython.double][::1], top: cython.double, has_rack: cython.bint,
+             current: cython.const[cython.longlong][::1], wj: cython.longlong[::1], X: cython.double[::1],
+             st: cython.longlong[:, ::1], cnt: cython.longlong[:, ::1], cntr: cython.longlong[:, ::1],
+             cost: cython.double[::1]) -> cython.double:
+    """Recompute the whole state of assignment ``wj``; return its total (restart losses included)."""
+    S: cython.Py_ssize_t = X.shape[0]
+    K: cython.Py_ssize_t = wj.shape[0]
+    N: cython.Py_ssize_t = cnt.shape[1]
+    NR: cython.Py_ssize_t = cntr.shape[1]
+    i: cython.Py_ssize_t
+    k: cython.Py_ssize_t
+    v: cython.Py_ssize_t
+    q: cython.Py_ssize_t
+    c: cython.Py_ssize_t
+    total: cython.double = 0.0
+    for i in range(S):
+        X[i] = 0.0
+        for c in range(6):
+            st[i, c] = 0
+        for v in range(N):
+            cnt[i, v] = 0
+        for q in range(NR):
+            cntr[i, q] = 0
+    for k in range(K):
+        i = wj[k]
+        if i >= 0:
+            X[i] = X[i] + rho[i, k]
+            st[i, 0] += 1
+            v = node[k]
+            q = node_rack[v]
+            if cnt[i, v] == 0:
+                st[i, 1] += 1
+                st[i, 3] += v
+            cnt[i, v] += 1
+            if cntr[i, q] == 0:
+                st[i, 2] += 1
+                st[i, 4] += q
+            cntr[i, q] += 1
+        if i != current[k]:
+            if i >= 0:
+                st[i, 5] += 1
+            if current[k] >= 0:
+                st[current[k], 5] += 1
+    for i in range(S):
+        cost[i] = _price(jp, ji, bwn, bwr, top, has_rack, i, X[i], st[i, 0], st[i, 1], st[i, 2], st[i, 3],
+                         st[i, 4], st[i, 5])
+        total = total + cost[i]
+    return total
+
+
+@cython.cfunc
+@cython.inline
+@cython.nogil
+@cython.exceptval(check=False)
+def _same(wj: cython.longlong[::1], node: cython.const[cython.longlong][::1],
+          wclass: cython.const[cython.longlong][::1], k: cython.Py_ssize_t) -> cython.bint:
+    """Worker ``k`` is interchangeable with worker ``k - 1`` (same node, class and job)."""
+    return k > 0 and node[k] == node[k - 1] and wclass[k] == wclass[k - 1] and wj[k] == wj[k - 1]
+
+
+@cython.cfunc
+@cython.nogil
+@cython.exceptval(check=False)
+def _consolidate(rho: cython.const[cython.double][:, ::1], node: cython.const[cython.longlong][::1],
+                 node_rack: cython.const[cython.longlong][::1], avail: cython.const[cython.uchar][::1],
+                 wj: cython.longlong[::1], st: cython.longlong[:, ::1], cnt: cython.longlong[:, ::1],
+                 i: cython.Py_ssize_t, level: cython.int, d: cython.longlong,
+                 out: cython.longlong[::1]) -> cython.bint:
+    """Write into ``out`` the assignment where job ``i`` holds all of its workers in domain ``d``.
+
+    ``level`` 0: ``d`` is a node; 1: a rack; 2: release the job's workers on node ``d``
+    (to idle).  Each of its workers outside the domain trades places with a worker of
+    the domain that is not its own (idle first, then on a node the job already uses,
+    then of a job spread over several nodes, then any; ties to the lower index).
+    False when the domain has too few such workers (or the release would empty the job).
+    """
+    K: cython.Py_ssize_t = wj.shape[0]
+    k: cython.Py_ssize_t
+    p: cython.Py_ssize_t
+    tier: cython.int
+    t: cython.int
+    inside: cython.bint
+    found: cython.Py_ssize_t
+    for k in range(K):
+        out[k] = wj[k]
+    if level == 2:
+        if cnt[i, d] >= st[i, 0]:
+            return False
+        for k in range(K):
+            if wj[k] == i and node[k] == d:
+                out[k] = -1
+        return True
+    p = 0
+    for k in range(K):
+        if wj[k] != i:
+            continue
+        if level == 0:
+            inside = node[k] == d
+        else:
+            inside = node_rack[node[k]] == d
+        if inside:
+            continue
+        # the next partner in the domain: the lowest tier, then the lowest index
+        found = -1
+        for tier in range(4):
+            for p in range(K):
+                if out[p] == i or avail[p] == 0 or out[p] != wj[p]:
+                    continue  # its own, down, or already traded
+                if level == 0:
+                    inside = node[p] == d
+                else:
+                    inside = node_rack[node[p]] == d
+                if not inside:
+                    continue
+                if out[p] < 0:
+                    t = 0
+                elif cnt[i, node[p]] > 0:
+                    t = 1
+                elif st[out[p], 1] > 1:
+                    t = 2
+                else:
+                    t = 3
+                if t == tier:
+                    found = p
+                    break
+            if found >= 0:
+                break
+        if found < 0:
+            return False
+        out[found] = i
+        out[k] = wj[found]
+    return True
+
+
+@cython.cfunc
+@cython.nogil
+@cython.exceptval(check=False)
+def topo_descent(rho: cython.const[cython.double][:, ::1], jp: cython.const[cython.double][:, ::1],
+                 ji: cython.const[cython.longlong][:, ::1], node: cython.const[cython.longlong][::1],
+                 node_rack: cython.const[cython.longlong][::1], bwn: cython.const[cython.double][::1],
+                 bwr: cython.const[cython.double][::1], top: cython.double, has_rack: cython.bint,
+                 current: cython.const[cython.longlong][::1], avail: cython.const[cython.uchar][::1],
+                 wclass: cython.const[cython.longlong][::1], replacing: cython.bint,
+                 compound: cython.bint, wj: cython.longlong[::1], max_steps: cython.longlong,
+                 X: cython.double[::1], st: cython.longlong[:, ::1], cnt: cython.longlong[:, ::1],
+                 cntr: cython.longlong[:, ::1], cost: cython.double[::1], X2: cython.double[::1],
+                 st2: cython.longlong[:, ::1], cnt2: cython.longlong[:, ::1], cntr2: cython.longlong[:, ::1],
+                 cost2: cython.double[::1], trial: cython.longlong[::1], best_wj: cython.longlong[::1],
+                 stop: cython.const[cython.longlong][::1]) -> cython.longlong:
+    """Improve ``wj`` (a feasible assignment) in place; return the steps taken (see the module docstring)."""
+    S: cython.Py_ssize_t = X.shape[0]
+    K: cython.Py_ssize_t = wj.shape[0]
+    N: cython.Py_ssize_t = cnt.shape[1]
+    NR: cython.Py_ssize_t = cntr.shape[1]
+    i: cython.Py_ssize_t
+    k: cython.Py_ssize_t
+    l: cython.Py_ssize_t
+    b: cython.Py_ssize_t
+    a: cython.Py_ssize_t
+    tb: cython.Py_ssize_t
+    tl: cython.Py_ssize_t
+    v: cython.Py_ssize_t
+    level: cython.int
+    steps: cython.longlong = 0
+    improved: cython.bint
+    total: cython.double
+    best: cython.double
+    base: cython.double
+    d: cython.double
+    t2: cython.double
+    best_total: cython.double
+    total = _rebuild(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, current, wj, X, st, cnt, cntr, cost)
+    while steps < max_steps and stop[0] == 0:
+        improved = False
+        for k in range(K):
+            if avail[k] == 0 or (not replacing and _same(wj, node, wclass, k)):
+                continue
+            a = wj[k]
+            base = 0.0
+            if a >= 0:
+                base = _after(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, current, X, st, cnt, cntr,
+                              a, k, -1) - cost[a]
+            best = -REL_GAIN * total
+            tb = -2
+            tl = -1
+            for b in range(-1, S):
+                if b == a or (b < 0 and a < 0):
+                    continue
+                d = base
+                if b >= 0:
+                    if rho[b, k] <= 0.0:
+                        continue
+                    d = d + (_after(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, current, X, st, cnt,
+                                    cntr, b, -1, k) - cost[b])
+                if d < best:
+                    best = d
+                    tb = b
+                    tl = -1
+            for l in range(k + 1, K):
+                if avail[l] == 0 or (not replacing and _same(wj, node, wclass, l)):
+                    continue
+                b = wj[l]
+                if b == a:
+                    continue
+                d = 0.0
+                if a >= 0:
+                    if rho[a, l] <= 0.0:
+                        continue
+                    d = _after(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, current, X, st, cnt, cntr,
+                               a, k, l) - cost[a]
+                if b >= 0:
+                    if rho[b, k] <= 0.0:
+                        continue
+                    d = d + (_after(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, current, X, st, cnt,
+                                    cntr, b, l, k) - cost[b])
+                if d < best:
+                    best = d
+                    tb = b
+                    tl = l
+            if tb == -2:
+                continue
+            if tl >= 0:
+                wj[tl] = a
+            wj[k] = tb
+            total = _rebuild(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, current, wj, X, st, cnt, cntr,
+                             cost)
+            steps += 1
+            improved = True
+            if steps >= max_steps or stop[0] != 0:
+                break
+        if improved or not compound or steps >= max_steps:
+            if improved:
+                continue
+            break
+        # compound steps: the best consolidation or release, priced from scratch
+        best_total = total * (1.0 - REL_GAIN)
+        tb = -1
+        for i in range(S):
+            if st[i, 1] <= 1:
+                continue
+            for level in range(3):
+                if level == 1 and (not has_rack or st[i, 2] <= 1):
+                    continue
+                for v in range(NR if level == 1 else N):
+                    if level == 2 and cnt[i, v] == 0:
+                        continue
+                    if not _consolidate(rho, node, node_rack, avail, wj, st, cnt, i, level, v, trial):
+                        continue
+                    t2 = _rebuild(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, current, trial, X2, st2,
+                                  cnt2, cntr2, cost2)
+                    if t2 < best_total:
+                        best_total = t2
+                        tb = i
+                        for k in range(K):
+                            best_wj[k] = trial[k]
+        if tb < 0:
+            break
+        for k in range(K):
+            wj[k] = best_wj[k]
+        total = _rebuild(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, current, wj, X, st, cnt, cntr, cost)
+        steps += 1
+    return steps
+
+
+@cython.cfunc
+@cython.exceptval(check=False)
+def _rows_kernel(rho: cython.const[cython.double][:, ::1], jp: cython.const[cython.double][:, ::1],
+                 ji: cython.const[cython.longlong][:, ::1], node: cython.const[cython.longlong][::1],
+                 node_rack: cython.const[cython.longlong][::1], bwn: cython.const[cython.double][::1],
+                 bwr: cython.const[cython.double][::1], top: cython.double, has_rack: cython.bint,
+                 current: cython.const[cython.longlong][::1], avail: cython.const[cython.uchar][::1],
+                 wclass: cython.const[cython.longlong][::1], replacing: cython.bint, compound: cython.bint,
+                 out_wj: cython.longlong[:, ::1], max_steps: cython.longlong, out_total: cython.double[::1],
+                 out_steps: cython.longlong[::1], X: cython.double[:, ::1], st: cython.longlong[:, :, ::1],
+                 cnt: cython.longlong[:, :, ::1], cntr: cython.longlong[:, :, ::1], cost: cython.double[:, ::1],
+                 X2: cython.double[:, ::1], st2: cython.longlong[:, :, ::1], cnt2: cython.longlong[:, :, ::1],
+                 cntr2: cython.longlong[:, :, ::1], cost2: cython.double[:, ::1], trial: cython.longlong[:, ::1],
+                 best_wj: cython.longlong[:, ::1], stop: cython.const[cython.longlong][::1],
+                 threads: cython.int) -> cython.void:
+    j: cython.Py_ssize_t
+    for j in prange(out_wj.shape[0], nogil=True, num_threads=threads, schedule="dynamic"):
+        out_steps[j] = topo_descent(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, current, avail, wclass,
+                                    replacing, compound, out_wj[j], max_steps, X[j], st[j], cnt[j], cntr[j], cost[j],
+                                    X2[j], st2[j], cnt2[j], cntr2[j], cost2[j], trial[j], best_wj[j], stop)
+        out_total[j] = _rebuild(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, current, out_wj[j], X[j],
+                                st[j], cnt[j], cntr[j], cost[j])
+
+
+def _model(rho, jp, ji, node, node_rack, bwn, bwr):
+    """Contiguous typed copies of the model arrays (a rack array of one zero when there is none)."""
+    return (np.ascontiguousarray(rho, dtype=np.float64), np.ascontiguousarray(jp, dtype=np.float64),
+            np.ascontiguousarray(ji, dtype=np.int64), np.ascontiguousarray(node, dtype=np.int64),
+            np.ascontiguousarray(node_rack, dtype=np.int64), np.ascontiguousarray(bwn, dtype=np.float64),
+            np.ascontiguousarray(bwr if bwr is not None and len(bwr) else np.zeros(1), dtype=np.float64))
+
+
+def _workspace(R, S, N, NR):
+    """Work arrays of :func:`topo_descent` for ``R`` rows: X (R, S), st (R, S, 6), cnt (R, S, N), cntr (R, S, NR), cost (R, S)."""
+    return (np.zeros((R, S)), np.zeros((R, S, 6), dtype=np.int64), np.zeros((R, S, N), dtype=np.int64),
+            np.zeros((R, S, NR), dtype=np.int64), np.zeros((R, S)))
+
+
+def topo_polish_rows(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, current, avail, wclass, replacing,
+                     out_wj, max_steps, compound=True, threads=1, stop=None):
+    """Improve every row of ``out_wj`` (int64 (R, K), feasible assignments) in place, in parallel over rows.
+
+    Parameters
+    ----------
+    rho : float64 (S, K)        throughput of each worker for each job (0: not allowed or down)
+    jp : float64 (S, 3)         work, communication volume (``iterations * grad_bytes``), restart cost
+    ji : int64 (S, 3)           min_workers, max_workers, running (0/1)
+    node : int64 (K,)           node of each worker
+    node_rack : int64 (N,)      rack (second-level domain) of each node
+    bwn : float64 (N,)          bandwidth inside each node
+    bwr : float64 (NR,) or None bandwidth inside each rack (read only when ``has_rack``)
+    top : float                 bandwidth of the top level
+    has_rack : bool
+    current : int64 (K,)        running placement (-1 none; all -1 without restarts)
+    avail : uint8 (K,)          1 for a worker that is up
+    wclass : int64 (K,)         worker class (same type and speed: interchangeable)
+    replacing : bool            restart losses apply (interchangeable workers are then distinct)
+    out_wj : int64 (R, K)       modified in place
+    max_steps : int             steps per row at most
+    compound : bool             try consolidation steps
+    threads : int               Cython's OpenMP threads; Numba's are set by the caller
+    stop : int64 (1,), optional a stop flag (:mod:`hetplace._interrupt`)
+
+    Returns
+    -------
+    total : float64 (R,)        each row's total (restart losses included; inf when infeasible)
+    steps : int64 (R,)
+    """
+    rho, jp, ji, node, node_rack, bwn, bwr = _model(rho, jp, ji, node, node_rack, bwn, bwr)
+    R, K = out_wj.shape
+    S = jp.shape[0]
+    N = bwn.shape[0]
+    NR = max(int(node_rack.max()) + 1 if node_rack.size else 1, 1)
+    X, st, cnt, cntr, cost = _workspace(R, S, N, NR)
+    X2, st2, cnt2, cntr2, cost2 = _workspace(R, S, N, NR)
+    trial = np.zeros((R, K), dtype=np.int64)
+    best_wj = np.zeros((R, K), dtype=np.int64)
+    out_total = np.zeros(R)
+    out_steps = np.zeros(R, dtype=np.int64)
+    nt = threads if threads > 0 else (os.cpu_count() or 1)
+    _rows_kernel(rho, jp, ji, node, node_rack, bwn, bwr, float(top), bool(has_rack),
+                 np.ascontiguousarray(current, dtype=np.int64), np.ascontiguousarray(avail, dtype=np.uint8),
+                 np.ascontiguousarray(wclass, dtype=np.int64), bool(replacing), bool(compound), out_wj,
+                 int(max_steps), out_total, out_steps, X, st, cnt, cntr, cost, X2, st2, cnt2, cntr2, cost2, trial, best_wj,
+                 _GO if stop is None else stop, nt)
+    return out_total, out_steps
+
+
+def topo_totals(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, current, out_wj):
+    """Totals of every row of ``out_wj`` (int64 (R, K)) as the descent prices them (no step taken)."""
+    R, K = out_wj.shape
+    avail = np.ones(K, dtype=np.uint8)
+    wclass = np.zeros(K, dtype=np.int64)
+    return topo_polish_rows(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, current, avail, wclass, False,
+                            out_wj, 0, compound=False)[0]
