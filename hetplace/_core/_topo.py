@@ -16,14 +16,15 @@ move or a swap is priced in O(1).  Neighbourhoods, in this order:
 * move: one worker to another job or idle (best for each worker, first
   improving worker taken);
 * swap: two workers of different jobs (or one idle) trade places;
-* consolidation (only when no move or swap improves): a job spread over
-  several nodes (racks) takes its workers outside one node (rack) to workers
-  of that domain not its own, in exchange -- idle ones first, then ones on
-  nodes it already uses, then those of jobs that are spread themselves --
-  and a spread job may release every worker it has on one node.  These
-  compound steps let a job leave an extra node, which single-worker moves
-  cannot do without a loss first.  The best of them is taken, priced exactly
-  from scratch.
+* compound steps (only when no move or swap improves; :func:`_compound`): a
+  job moves all of its workers into one node or rack (trading places with
+  workers of that domain), releases its workers on one node, takes a whole
+  node (releasing, keeping, or handing its other workers to the node's main
+  holder), exchanges its workers with another job, or keeps only its
+  workers in one node or rack.  These let a job
+  leave an extra node or change its size by a node at once, which
+  single-worker moves cannot do without a loss first.  The first that
+  improves is taken, priced exactly from scratch.
 
 Every accepted step lowers the total by more than ``REL_GAIN`` of it, so the
 descent ends.  Rules of the source: those of :mod:`hetplace._core._polish`
@@ -210,28 +211,43 @@ def _same(wj: cython.longlong[::1], node: cython.const[cython.longlong][::1],
 @cython.cfunc
 @cython.nogil
 @cython.exceptval(check=False)
-def _consolidate(rho: cython.const[cython.double][:, ::1], node: cython.const[cython.longlong][::1],
-                 node_rack: cython.const[cython.longlong][::1], avail: cython.const[cython.uchar][::1],
-                 wj: cython.longlong[::1], st: cython.longlong[:, ::1], cnt: cython.longlong[:, ::1],
-                 i: cython.Py_ssize_t, level: cython.int, d: cython.longlong,
-                 out: cython.longlong[::1]) -> cython.bint:
-    """Write into ``out`` the assignment where job ``i`` holds all of its workers in domain ``d``.
+def _compound(node: cython.const[cython.longlong][::1], node_rack: cython.const[cython.longlong][::1],
+              avail: cython.const[cython.uchar][::1], wj: cython.longlong[::1], st: cython.longlong[:, ::1],
+              cnt: cython.longlong[:, ::1], held: cython.double[::1], i: cython.Py_ssize_t, level: cython.int,
+              d: cython.longlong, out: cython.longlong[::1]) -> cython.bint:
+    """Write into ``out`` the assignment after compound step ``level`` of job ``i`` on domain ``d``.
 
-    ``level`` 0: ``d`` is a node; 1: a rack; 2: release the job's workers on node ``d``
-    (to idle).  Each of its workers outside the domain trades places with a worker of
-    the domain that is not its own (idle first, then on a node the job already uses,
-    then of a job spread over several nodes, then any; ties to the lower index).
-    False when the domain has too few such workers (or the release would empty the job).
+    ``level`` 0: job ``i`` holds all of its workers in node ``d``; 1: in rack ``d`` (each
+    of its workers outside trades places with a worker of the domain that is not its
+    own: idle first, then on a node the job already uses, then of a job spread over
+    several nodes, then any; ties to the lower index); 2: it releases its workers on
+    node ``d`` (to idle); 3: it takes every worker of node ``d`` and releases the rest;
+    4: it takes every worker of node ``d`` and keeps the rest; 5: it takes every worker
+    of node ``d`` and gives the rest to the job that held most of them (idle when none);
+    6: it exchanges its workers with job ``d``; 7: it releases its workers outside rack ``d``;
+    8: outside node ``d``.  False when the step is not possible or
+    changes nothing.  ``held`` (S,) is scratch.
     """
     K: cython.Py_ssize_t = wj.shape[0]
+    S: cython.Py_ssize_t = st.shape[0]
     k: cython.Py_ssize_t
     p: cython.Py_ssize_t
+    j: cython.Py_ssize_t
     tier: cython.int
     t: cython.int
     inside: cython.bint
     found: cython.Py_ssize_t
+    other: cython.longlong
+    changed: cython.bint = False
     for k in range(K):
         out[k] = wj[k]
+    if level == 6:
+        for k in range(K):
+            if wj[k] == i:
+                out[k] = d
+            elif wj[k] == d:
+                out[k] = i
+        return True
     if level == 2:
         if cnt[i, d] >= st[i, 0]:
             return False
@@ -239,7 +255,35 @@ def _consolidate(rho: cython.const[cython.double][:, ::1], node: cython.const[cy
             if wj[k] == i and node[k] == d:
                 out[k] = -1
         return True
-    p = 0
+    if level == 7 or level == 8:
+        for k in range(K):
+            if wj[k] == i:
+                if level == 7:
+                    inside = node_rack[node[k]] == d
+                else:
+                    inside = node[k] == d
+                if not inside:
+                    out[k] = -1
+        return True
+    if level >= 3:
+        other = -1
+        if level == 5:
+            for j in range(S):
+                held[j] = 0.0
+            for k in range(K):
+                if node[k] == d and wj[k] >= 0 and wj[k] != i and avail[k] != 0:
+                    held[wj[k]] = held[wj[k]] + 1.0
+            for j in range(S):
+                if held[j] > 0.0 and (other < 0 or held[j] > held[other]):
+                    other = j
+        for k in range(K):
+            if node[k] == d:
+                if avail[k] != 0 and wj[k] != i:
+                    out[k] = i
+                    changed = True
+            elif wj[k] == i and level != 4:
+                out[k] = other
+        return changed
     for k in range(K):
         if wj[k] != i:
             continue
@@ -278,7 +322,8 @@ def _consolidate(rho: cython.const[cython.double][:, ::1], node: cython.const[cy
             return False
         out[found] = i
         out[k] = wj[found]
-    return True
+        changed = True
+    return changed
 
 
 @cython.cfunc
@@ -289,7 +334,8 @@ def topo_descent(rho: cython.const[cython.double][:, ::1], jp: cython.const[cyth
                  node_rack: cython.const[cython.longlong][::1], bwn: cython.const[cython.double][::1],
                  bwr: cython.const[cython.double][::1], top: cython.double, has_rack: cython.bint,
                  current: cython.const[cython.longlong][::1], avail: cython.const[cython.uchar][::1],
-                 wclass: cython.const[cython.longlong][::1], replacing: cython.bint,
+                 wclass: cython.const[cython.longlong][::1], capn: cython.const[cython.longlong][::1],
+                 capr: cython.const[cython.longlong][::1], replacing: cython.bint,
                  compound: cython.bint, wj: cython.longlong[::1], max_steps: cython.longlong,
                  X: cython.double[::1], st: cython.longlong[:, ::1], cnt: cython.longlong[:, ::1],
                  cntr: cython.longlong[:, ::1], cost: cython.double[::1], X2: cython.double[::1],
@@ -310,6 +356,7 @@ def topo_descent(rho: cython.const[cython.double][:, ::1], jp: cython.const[cyth
     tl: cython.Py_ssize_t
     v: cython.Py_ssize_t
     level: cython.int
+    nd: cython.Py_ssize_t
     steps: cython.longlong = 0
     improved: cython.bint
     total: cython.double
@@ -381,27 +428,46 @@ def topo_descent(rho: cython.const[cython.double][:, ::1], jp: cython.const[cyth
             if improved:
                 continue
             break
-        # compound steps: the best consolidation or release, priced from scratch
+        # compound steps: the first that improves, priced from scratch
         best_total = total * (1.0 - REL_GAIN)
         tb = -1
         for i in range(S):
-            if st[i, 1] <= 1:
-                continue
-            for level in range(3):
-                if level == 1 and (not has_rack or st[i, 2] <= 1):
+            for level in range(9):
+                if (level == 1 and not has_rack) or (level == 2 and st[i, 1] <= 1) or level == 4:
                     continue
-                for v in range(NR if level == 1 else N):
-                    if level == 2 and cnt[i, v] == 0:
+                if (level == 7 and (not has_rack or st[i, 2] <= 1)) or (level == 8 and st[i, 1] <= 1):
+                    continue
+                if level == 1 or level == 7:
+                    nd = NR
+                elif level == 6:
+                    nd = S
+                else:
+                    nd = N
+                for v in range(nd):
+                    if (level == 2 and cnt[i, v] == 0) or (level == 6 and v <= i):
                         continue
-                    if not _consolidate(rho, node, node_rack, avail, wj, st, cnt, i, level, v, trial):
+                    if (level == 8 and cnt[i, v] == 0) or (level == 7 and cntr[i, v] == 0):
+                        continue
+                    if level == 0 and (cnt[i, v] == st[i, 0] or capn[v] < st[i, 0]):
+                        continue
+                    if level == 1 and (cntr[i, v] == st[i, 0] or capr[v] < st[i, 0]):
+                        continue
+                    if (level == 3 or level == 5) and cnt[i, v] == capn[v]:
+                        continue
+                    if not _compound(node, node_rack, avail, wj, st, cnt, cost2, i, level, v, trial):
                         continue
                     t2 = _rebuild(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, current, trial, X2, st2,
                                   cnt2, cntr2, cost2)
-                    if t2 < best_total:
+                    if t2 < best_total:  # the first improving one
                         best_total = t2
                         tb = i
                         for k in range(K):
                             best_wj[k] = trial[k]
+                        break
+                if tb >= 0:
+                    break
+            if tb >= 0:
+                break
         if tb < 0:
             break
         for k in range(K):
@@ -418,7 +484,8 @@ def _rows_kernel(rho: cython.const[cython.double][:, ::1], jp: cython.const[cyth
                  node_rack: cython.const[cython.longlong][::1], bwn: cython.const[cython.double][::1],
                  bwr: cython.const[cython.double][::1], top: cython.double, has_rack: cython.bint,
                  current: cython.const[cython.longlong][::1], avail: cython.const[cython.uchar][::1],
-                 wclass: cython.const[cython.longlong][::1], replacing: cython.bint, compound: cython.bint,
+                 wclass: cython.const[cython.longlong][::1], capn: cython.const[cython.longlong][::1],
+                 capr: cython.const[cython.longlong][::1], replacing: cython.bint, compound: cython.bint,
                  out_wj: cython.longlong[:, ::1], max_steps: cython.longlong, out_total: cython.double[::1],
                  out_steps: cython.longlong[::1], X: cython.double[:, ::1], st: cython.longlong[:, :, ::1],
                  cnt: cython.longlong[:, :, ::1], cntr: cython.longlong[:, :, ::1], cost: cython.double[:, ::1],
@@ -429,7 +496,7 @@ def _rows_kernel(rho: cython.const[cython.double][:, ::1], jp: cython.const[cyth
     j: cython.Py_ssize_t
     for j in prange(out_wj.shape[0], nogil=True, num_threads=threads, schedule="dynamic"):
         out_steps[j] = topo_descent(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, current, avail, wclass,
-                                    replacing, compound, out_wj[j], max_steps, X[j], st[j], cnt[j], cntr[j], cost[j],
+                                    capn, capr, replacing, compound, out_wj[j], max_steps, X[j], st[j], cnt[j], cntr[j], cost[j],
                                     X2[j], st2[j], cnt2[j], cntr2[j], cost2[j], trial[j], best_wj[j], stop)
         out_total[j] = _rebuild(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, current, out_wj[j], X[j],
                                 st[j], cnt[j], cntr[j], cost[j])
@@ -490,10 +557,13 @@ def topo_polish_rows(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, curr
     best_wj = np.zeros((R, K), dtype=np.int64)
     out_total = np.zeros(R)
     out_steps = np.zeros(R, dtype=np.int64)
+    up = np.asarray(avail, dtype=bool)
+    capn = np.bincount(node[up], minlength=N).astype(np.int64)
+    capr = np.bincount(node_rack[node[up]], minlength=NR).astype(np.int64)
     nt = threads if threads > 0 else (os.cpu_count() or 1)
     _rows_kernel(rho, jp, ji, node, node_rack, bwn, bwr, float(top), bool(has_rack),
                  np.ascontiguousarray(current, dtype=np.int64), np.ascontiguousarray(avail, dtype=np.uint8),
-                 np.ascontiguousarray(wclass, dtype=np.int64), bool(replacing), bool(compound), out_wj,
+                 np.ascontiguousarray(wclass, dtype=np.int64), capn, capr, bool(replacing), bool(compound), out_wj,
                  int(max_steps), out_total, out_steps, X, st, cnt, cntr, cost, X2, st2, cnt2, cntr2, cost2, trial, best_wj,
                  _GO if stop is None else stop, nt)
     return out_total, out_steps
