@@ -45,7 +45,10 @@ __all__ = ["topology_place", "pack", "optimistic_table", "SEARCH_MAX_CELLS", "SE
 SEARCH_MAX_CELLS = 2**22
 
 #: Packed candidates the exact local search improves (the best by true total, distinct).
-SEARCH_ROWS = 6
+SEARCH_ROWS = 4
+
+#: Kicks of the iterated local search on each searched candidate (docs/model.md §3.13).
+KICKS = 32
 
 #: Steps of one exact descent at most (each lowers the total; a safety cap).
 _MAX_STEPS = 100_000
@@ -67,103 +70,30 @@ def optimistic_table(problem):
     return table
 
 
-def _workers_by_slot(problem, free):
-    """Free workers ordered by (node, type, speed descending, index); slot (node, type) starts."""
-    topo = problem.topology
-    G = problem.n_types
-    ks = np.flatnonzero(free)
-    order = ks[np.lexsort((ks, -problem.class_speed[ks], problem.worker_type[ks], topo.node[ks]))]
-    slot = topo.node[order] * G + problem.worker_type[order]
-    start = np.searchsorted(slot, np.arange(topo.n_nodes * G + 1))
-    return order, start
+def pack(problem, rows, backend="auto", threads=1):
+    """Concrete workers for the type counts of each row of ``rows`` ((R, K) int64), topology-aware.
 
-
-def pack(problem, worker_job):
-    """Concrete workers for the type counts of ``worker_job`` ((K,) int64), topology-aware.
-
-    Kept jobs of a re-placement (running, not restarted in ``worker_job``)
-    keep their workers.  Every other job gets, for each type, as many workers
-    of that type as it has in ``worker_job``: largest jobs first (ties to the
-    lower index); one node when a node of that type has enough free workers
-    (the one with fewest, ties to the higher bandwidth, then the lower index),
-    else whole nodes inside the rack of fewest sufficient free workers when
-    one can hold them (else over the cluster): the fullest free nodes first,
-    the last one best-fitting.  Within a node the fastest free workers go
-    first.  Returns the new (K,) assignment (same type counts per job).
+    Kept jobs of a re-placement (running, not restarted in the row) keep
+    their workers.  Every other job gets, for each type, as many workers of
+    that type as it has in the row: largest jobs first (ties to the lower
+    index); one node when a node has enough free workers of that type (the
+    one with fewest, ties to the higher bandwidth, then the lower index), else
+    whole nodes inside the rack of fewest sufficient free workers of that
+    type when one can hold them (else over the cluster): the node that
+    finishes the job when one can (the smallest), else the fullest.  Within a
+    node the fastest free workers go first.  Returns (R, K) int64 with the
+    same type counts per job as ``rows``.  The kernel is
+    :func:`hetplace._core._topo.pack_kernel`.
     """
+    from ._core._registry import resolve
+
     topo = problem.topology
-    S, K, G = problem.n_jobs, problem.n_workers, problem.n_types
-    N = topo.n_nodes
-    out = np.full(K, -1, dtype=np.int64)
-    todo = np.ones(S, dtype=bool)
-    if problem.replacing:
-        kept = problem.running & ~restarted(problem, worker_job)
-        held = (worker_job >= 0) & kept[np.maximum(worker_job, 0)]
-        out[held] = worker_job[held]
-        todo &= ~kept
-    busy = (worker_job >= 0) & todo[np.maximum(worker_job, 0)]
-    need = np.zeros((S, G), dtype=np.int64)
-    np.add.at(need, (worker_job[busy], problem.worker_type[busy]), 1)
-    free = problem.available & (out < 0)
-    order, start = _workers_by_slot(problem, free)
-    left = np.diff(start).reshape(N, G)  # free workers per (node, type)
-    taken = np.zeros((N, G), dtype=np.int64)
-    rack = topo.node_rack
-    has_rack = topo.rack is not None
-    R = int(rack.max()) + 1 if N else 0
-    bw = topo.node_bandwidth
-    sizes = need.sum(axis=1)
-    for i in np.lexsort((np.arange(S), -sizes)):
-        if not todo[i] or sizes[i] == 0:
-            continue
-        for g in np.flatnonzero(need[i]):
-            c = int(need[i, g])
-            f = left[:, g]
-            fits = np.flatnonzero(f >= c)
-            if fits.size:
-                nodes = [int(fits[np.lexsort((fits, -bw[fits], f[fits]))[0]])]
-                counts = [c]
-            else:
-                pool = np.flatnonzero(f > 0)
-                if has_rack:
-                    fr = np.bincount(rack[pool], weights=f[pool], minlength=R)
-                    ok = np.flatnonzero(fr >= c)
-                    if ok.size:
-                        q = ok[np.lexsort((ok, fr[ok]))[0]]
-                        pool = pool[rack[pool] == q]
-                nodes, counts = _fill(pool, f, c)
-            for v, m in zip(nodes, counts):
-                a = start[v * G + g] + taken[v, g]
-                out[order[a:a + m]] = i
-                taken[v, g] += m
-                left[v, g] -= m
-    return out
-
-
-def _fill(pool, f, c):
-    """Nodes of ``pool`` (free counts ``f``) that give ``c`` workers: fullest first, the last best-fitting."""
-    nodes, counts = [], []
-    pool = pool[np.lexsort((pool, -f[pool]))]  # fullest first, ties to the lower index
-    used = np.zeros(pool.size, dtype=bool)
-    rest = c
-    for t in range(pool.size):
-        if rest <= 0:
-            break
-        if used[t]:
-            continue
-        fit = np.flatnonzero(~used & (f[pool] >= rest))
-        if fit.size:  # the smallest node that finishes the job
-            u = fit[np.lexsort((pool[fit], f[pool[fit]]))[0]]
-            nodes.append(int(pool[u]))
-            counts.append(rest)
-            rest = 0
-            break
-        used[t] = True
-        m = int(min(f[pool[t]], rest))
-        nodes.append(int(pool[t]))
-        counts.append(m)
-        rest -= m
-    return nodes, counts
+    rows = np.ascontiguousarray(np.atleast_2d(rows), dtype=np.int64)
+    kept = (problem.running & ~restarted(problem, rows)) if problem.replacing else \
+        np.zeros((len(rows), problem.n_jobs), dtype=bool)
+    return resolve(backend)[1].topo_pack_rows(
+        rows, problem.worker_type, problem.n_types, topo.node, topo.node_rack, topo.node_bandwidth,
+        topo.rack is not None, problem.available, problem.class_speed, kept.astype(np.uint8), threads)
 
 
 def _distinct(rows):
@@ -177,8 +107,11 @@ def _distinct(rows):
     return np.array(keep, dtype=np.int64)
 
 
-def _search(problem, rows, opts, threads, stop):
-    """Improve ``rows`` ((R, K) int64, feasible) in place by the exact descent; return their totals."""
+def _descent(problem, rows, opts, threads=1, stop=None, max_steps=_MAX_STEPS, kicks=None):
+    """Improve ``rows`` ((R, K) int64, feasible) in place by the exact descent; return (totals, steps).
+
+    ``max_steps=0`` prices the rows (restart losses included) without changing them.
+    """
     from ._core._registry import kernels
     from .smp import _threads
 
@@ -188,13 +121,12 @@ def _search(problem, rows, opts, threads, stop):
     ji = np.stack([problem.min_workers, problem.max_workers, problem.running.astype(np.int64)], axis=1)
     table = kernels(opts["backend"])
     with _threads(opts["backend"], threads):
-        total, steps = table.topo_polish_rows(
+        return table.topo_polish_rows(
             problem.worker_throughput, jp, ji, topo.node, topo.node_rack, topo.node_bandwidth,
             topo.rack_bandwidth, topo.bandwidth, topo.rack is not None, problem.current,
-            problem.available.astype(np.uint8), problem.worker_classes[2], problem.replacing, rows, _MAX_STEPS,
-            compound=True, threads=threads, stop=stop,
+            problem.available.astype(np.uint8), problem.worker_classes[2], problem.replacing, rows, max_steps,
+            compound=max_steps > 0, kicks=kicks, threads=threads, stop=stop,
         )
-    return total, steps
 
 
 def topology_place(problem, seed, opts):
@@ -243,27 +175,27 @@ def topology_place(problem, seed, opts):
         picks.append(r)
     width = max(len(r) for r in picks)
     ordered = [r[t] for t in range(width) for r in picks if t < len(r)]
-    packed = np.array([pack(problem, wj) for wj in ordered], dtype=np.int64).reshape(-1, K)
-    packed = np.concatenate([packed, np.array(ordered, dtype=np.int64).reshape(-1, K)])
-    packed = packed[_distinct(packed)]
-    total = price(problem, packed).total
+    ordered = np.array(ordered, dtype=np.int64).reshape(-1, K)
+    packed = np.concatenate([pack(problem, ordered, opts["backend"]), ordered])
+    packed = np.ascontiguousarray(packed[_distinct(packed)])
+    search = K * (K + S) <= SEARCH_MAX_CELLS
+    total = _descent(problem, packed, opts, max_steps=0)[0] if search else price(problem, packed).total
     t3 = time.perf_counter()
-    steps = 0
     searched = 0
-    if K * (K + S) <= SEARCH_MAX_CELLS:
+    if search:
         # 3. the exact descent on the best packed candidates
         best = np.argsort(total, kind="stable")[:SEARCH_ROWS]
         best = best[np.isfinite(total[best])]
         sub = np.ascontiguousarray(packed[best])
         threads = thread_count(opts["backend"], opts["threads"], len(best) * K * K)
         stop = _interrupt.new_stop() if len(best) * K * K >= STOPPABLE_MIN_WORK else None
+        kicks = np.random.default_rng([seed % (1 << 63), 24]).integers(0, 1 << 62, (len(best), KICKS, 3))
         if stop is not None:
-            _interrupt.call(lambda: _search(problem, sub, opts, threads, stop), stop)
+            total[best] = _interrupt.call(lambda: _descent(problem, sub, opts, threads, stop, kicks=kicks), stop)[0]
         else:
-            _search(problem, sub, opts, threads, stop)
+            total[best] = _descent(problem, sub, opts, threads, kicks=kicks)[0]
         searched = len(best)
         packed[best] = sub
-        total[best] = price(problem, sub).total
     t4 = time.perf_counter()
     chosen = _choose(problem, packed, total, opts["fairness_tol"])
     wj = packed[chosen].copy()

@@ -80,6 +80,7 @@ class Kernels:
     sample_weighted_perturb: Callable
     # hetplace/_core/_topo.py
     topo_polish_rows: Callable
+    topo_pack_rows: Callable
 
 
 #: The kernel fields of every :class:`Kernels` record (all but ``backend``).
@@ -181,6 +182,7 @@ def _record(backend, polish, ordinal, market, categories, topo):
         sample_weighted_enum=categories.sample_weighted_enum,
         sample_weighted_perturb=categories.sample_weighted_perturb,
         topo_polish_rows=topo.topo_polish_rows,
+        topo_pack_rows=topo.topo_pack_rows,
     )
 
 

@@ -40,7 +40,7 @@ import cython
 import numpy as np
 from cython.parallel import prange
 
-__all__ = ["COMPILED", "topo_polish_rows", "topo_totals"]
+__all__ = ["COMPILED", "topo_polish_rows", "topo_totals", "topo_pack_rows", "pack_kernel"]
 
 #: True in the extension built by ``cythonize``; False when this source runs under Numba or as Python.
 COMPILED = cython.compiled
@@ -86,6 +86,7 @@ def _price(jp: cython.const[cython.double][:, ::1], ji: cython.const[cython.long
 
 
 @cython.cfunc
+@cython.inline
 @cython.nogil
 @cython.exceptval(check=False)
 def _after(rho: cython.const[cython.double][:, ::1], jp: cython.const[cython.double][:, ::1],
@@ -143,6 +144,7 @@ def _after(rho: cython.const[cython.double][:, ::1], jp: cython.const[cython.dou
 
 
 @cython.cfunc
+@cython.inline
 @cython.nogil
 @cython.exceptval(check=False)
 def _rebuild(rho: cython.const[cython.double][:, ::1], jp: cython.const[cython.double][:, ::1],
@@ -209,6 +211,7 @@ def _same(wj: cython.longlong[::1], node: cython.const[cython.longlong][::1],
 
 
 @cython.cfunc
+@cython.inline
 @cython.nogil
 @cython.exceptval(check=False)
 def _compound(node: cython.const[cython.longlong][::1], node_rack: cython.const[cython.longlong][::1],
@@ -236,7 +239,6 @@ def _compound(node: cython.const[cython.longlong][::1], node_rack: cython.const[
     tier: cython.int
     t: cython.int
     inside: cython.bint
-    found: cython.Py_ssize_t
     other: cython.longlong
     changed: cython.bint = False
     for k in range(K):
@@ -284,49 +286,58 @@ def _compound(node: cython.const[cython.longlong][::1], node_rack: cython.const[
             elif wj[k] == i and level != 4:
                 out[k] = other
         return changed
-    for k in range(K):
-        if wj[k] != i:
-            continue
-        if level == 0:
-            inside = node[k] == d
-        else:
-            inside = node_rack[node[k]] == d
-        if inside:
-            continue
-        # the next partner in the domain: the lowest tier, then the lowest index
-        found = -1
-        for tier in range(4):
-            for p in range(K):
-                if out[p] == i or avail[p] == 0 or out[p] != wj[p]:
-                    continue  # its own, down, or already traded
-                if level == 0:
-                    inside = node[p] == d
-                else:
-                    inside = node_rack[node[p]] == d
-                if not inside:
-                    continue
-                if out[p] < 0:
-                    t = 0
-                elif cnt[i, node[p]] > 0:
-                    t = 1
-                elif st[out[p], 1] > 1:
-                    t = 2
-                else:
-                    t = 3
-                if t == tier:
-                    found = p
-                    break
-            if found >= 0:
-                break
-        if found < 0:
-            return False
-        out[found] = i
-        out[k] = wj[found]
-        changed = True
+    # each worker of the job outside the domain trades places with the next partner in it:
+    # tier by tier, ascending index within a tier
+    k = 0
+    for tier in range(4):
+        for p in range(K):
+            if wj[p] == i or avail[p] == 0:
+                continue
+            if level == 0:
+                inside = node[p] == d
+            else:
+                inside = node_rack[node[p]] == d
+            if not inside:
+                continue
+            if wj[p] < 0:
+                t = 0
+            elif cnt[i, node[p]] > 0:
+                t = 1
+            elif st[wj[p], 1] > 1:
+                t = 2
+            else:
+                t = 3
+            if t != tier:
+                continue
+            while k < K:  # the next worker of the job outside the domain
+                if wj[k] == i:
+                    if level == 0:
+                        inside = node[k] == d
+                    else:
+                        inside = node_rack[node[k]] == d
+                    if not inside:
+                        break
+                k += 1
+            if k >= K:
+                return changed
+            out[p] = i
+            out[k] = wj[p]
+            changed = True
+            k += 1
+    while k < K:  # a worker outside the domain left without a partner: not possible
+        if wj[k] == i:
+            if level == 0:
+                inside = node[k] == d
+            else:
+                inside = node_rack[node[k]] == d
+            if not inside:
+                return False
+        k += 1
     return changed
 
 
 @cython.cfunc
+@cython.inline
 @cython.nogil
 @cython.exceptval(check=False)
 def topo_descent(rho: cython.const[cython.double][:, ::1], jp: cython.const[cython.double][:, ::1],
@@ -478,6 +489,96 @@ def topo_descent(rho: cython.const[cython.double][:, ::1], jp: cython.const[cyth
 
 
 @cython.cfunc
+@cython.nogil
+@cython.exceptval(check=False)
+def topo_ils(rho: cython.const[cython.double][:, ::1], jp: cython.const[cython.double][:, ::1],
+             ji: cython.const[cython.longlong][:, ::1], node: cython.const[cython.longlong][::1],
+             node_rack: cython.const[cython.longlong][::1], bwn: cython.const[cython.double][::1],
+             bwr: cython.const[cython.double][::1], top: cython.double, has_rack: cython.bint,
+             current: cython.const[cython.longlong][::1], avail: cython.const[cython.uchar][::1],
+             wclass: cython.const[cython.longlong][::1], capn: cython.const[cython.longlong][::1],
+             capr: cython.const[cython.longlong][::1], replacing: cython.bint, compound: cython.bint,
+             wj: cython.longlong[::1], max_steps: cython.longlong, pert: cython.const[cython.longlong][:, ::1],
+             X: cython.double[::1], st: cython.longlong[:, ::1], cnt: cython.longlong[:, ::1],
+             cntr: cython.longlong[:, ::1], cost: cython.double[::1], X2: cython.double[::1],
+             st2: cython.longlong[:, ::1], cnt2: cython.longlong[:, ::1], cntr2: cython.longlong[:, ::1],
+             cost2: cython.double[::1], trial: cython.longlong[::1], best_wj: cython.longlong[::1],
+             keep: cython.longlong[::1], stop: cython.const[cython.longlong][::1]) -> cython.longlong:
+    """Iterated local search: :func:`topo_descent`, then ``pert.shape[0]`` kicks from the best so far.
+
+    The first descent uses every step; the descent after each kick moves and
+    swaps only (about ten microseconds at K = 64, where a pass over the
+    compound steps costs tens of times more); the best is then descended once
+    more with the compound steps.
+
+    Kick ``t`` is the compound step of :func:`_compound` given by ``pert[t]`` (job
+    ``pert[t, 0] % S``; kind ``pert[t, 1] % 4``: relocate into a node, take a node and
+    release the rest, take a node and hand the rest over, exchange with another job;
+    domain ``pert[t, 2]`` modulo the nodes or jobs), followed by a descent; the result
+    replaces the best when it lowers the total by more than ``REL_GAIN`` of it.
+    ``wj`` ends as the best; returns the steps taken in all.
+    """
+    S: cython.Py_ssize_t = X.shape[0]
+    K: cython.Py_ssize_t = wj.shape[0]
+    N: cython.Py_ssize_t = cnt.shape[1]
+    t: cython.Py_ssize_t
+    k: cython.Py_ssize_t
+    i: cython.Py_ssize_t
+    d: cython.longlong
+    level: cython.int
+    kind: cython.longlong
+    steps: cython.longlong
+    best: cython.double
+    total: cython.double
+    steps = topo_descent(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, current, avail, wclass, capn, capr,
+                         replacing, compound, wj, max_steps, X, st, cnt, cntr, cost, X2, st2, cnt2, cntr2, cost2,
+                         trial, best_wj, stop)
+    best = _rebuild(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, current, wj, X, st, cnt, cntr, cost)
+    for k in range(K):
+        keep[k] = wj[k]
+    for t in range(pert.shape[0]):
+        if stop[0] != 0 or S < 1:
+            break
+        i = pert[t, 0] % S
+        kind = pert[t, 1] % 4
+        if kind == 3:
+            if S < 2:
+                continue
+            level = 6
+            d = pert[t, 2] % (S - 1)
+            if d >= i:
+                d += 1
+        else:
+            level = 0 if kind == 0 else (3 if kind == 1 else 5)
+            d = pert[t, 2] % N
+            if level == 0 and (capn[d] < st[i, 0] or cnt[i, d] == st[i, 0]):
+                continue
+        if not _compound(node, node_rack, avail, wj, st, cnt, cost2, i, level, d, trial):
+            continue
+        for k in range(K):
+            wj[k] = trial[k]
+        steps += 1 + topo_descent(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, current, avail, wclass,
+                                  capn, capr, replacing, False, wj, max_steps, X, st, cnt, cntr, cost, X2, st2,
+                                  cnt2, cntr2, cost2, trial, best_wj, stop)
+        total = _rebuild(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, current, wj, X, st, cnt, cntr, cost)
+        if total < best * (1.0 - REL_GAIN):
+            best = total
+            for k in range(K):
+                keep[k] = wj[k]
+        else:
+            for k in range(K):
+                wj[k] = keep[k]
+            _rebuild(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, current, wj, X, st, cnt, cntr, cost)
+    for k in range(K):
+        wj[k] = keep[k]
+    if pert.shape[0] > 0 and stop[0] == 0:  # the best, with compound steps again
+        steps += topo_descent(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, current, avail, wclass, capn,
+                              capr, replacing, compound, wj, max_steps, X, st, cnt, cntr, cost, X2, st2, cnt2,
+                              cntr2, cost2, trial, best_wj, stop)
+    return steps
+
+
+@cython.cfunc
 @cython.exceptval(check=False)
 def _rows_kernel(rho: cython.const[cython.double][:, ::1], jp: cython.const[cython.double][:, ::1],
                  ji: cython.const[cython.longlong][:, ::1], node: cython.const[cython.longlong][::1],
@@ -486,20 +587,196 @@ def _rows_kernel(rho: cython.const[cython.double][:, ::1], jp: cython.const[cyth
                  current: cython.const[cython.longlong][::1], avail: cython.const[cython.uchar][::1],
                  wclass: cython.const[cython.longlong][::1], capn: cython.const[cython.longlong][::1],
                  capr: cython.const[cython.longlong][::1], replacing: cython.bint, compound: cython.bint,
-                 out_wj: cython.longlong[:, ::1], max_steps: cython.longlong, out_total: cython.double[::1],
+                 out_wj: cython.longlong[:, ::1], max_steps: cython.longlong,
+                 pert: cython.const[cython.longlong][:, :, ::1], out_total: cython.double[::1],
                  out_steps: cython.longlong[::1], X: cython.double[:, ::1], st: cython.longlong[:, :, ::1],
                  cnt: cython.longlong[:, :, ::1], cntr: cython.longlong[:, :, ::1], cost: cython.double[:, ::1],
                  X2: cython.double[:, ::1], st2: cython.longlong[:, :, ::1], cnt2: cython.longlong[:, :, ::1],
                  cntr2: cython.longlong[:, :, ::1], cost2: cython.double[:, ::1], trial: cython.longlong[:, ::1],
-                 best_wj: cython.longlong[:, ::1], stop: cython.const[cython.longlong][::1],
-                 threads: cython.int) -> cython.void:
+                 best_wj: cython.longlong[:, ::1], keep: cython.longlong[:, ::1],
+                 stop: cython.const[cython.longlong][::1], threads: cython.int) -> cython.void:
     j: cython.Py_ssize_t
     for j in prange(out_wj.shape[0], nogil=True, num_threads=threads, schedule="dynamic"):
-        out_steps[j] = topo_descent(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, current, avail, wclass,
-                                    capn, capr, replacing, compound, out_wj[j], max_steps, X[j], st[j], cnt[j], cntr[j], cost[j],
-                                    X2[j], st2[j], cnt2[j], cntr2[j], cost2[j], trial[j], best_wj[j], stop)
+        if max_steps > 0:
+            out_steps[j] = topo_ils(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, current, avail, wclass,
+                                    capn, capr, replacing, compound, out_wj[j], max_steps, pert[j], X[j], st[j],
+                                    cnt[j], cntr[j], cost[j], X2[j], st2[j], cnt2[j], cntr2[j], cost2[j], trial[j],
+                                    best_wj[j], keep[j], stop)
         out_total[j] = _rebuild(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, current, out_wj[j], X[j],
                                 st[j], cnt[j], cntr[j], cost[j])
+
+
+@cython.cfunc
+@cython.nogil
+@cython.exceptval(check=False)
+def _take(out: cython.longlong[::1], free: cython.uchar[::1], gorder: cython.const[cython.longlong][::1],
+          sstart: cython.const[cython.longlong][::1], left: cython.longlong[::1], G: cython.Py_ssize_t,
+          v: cython.Py_ssize_t, g: cython.Py_ssize_t, m: cython.longlong, i: cython.longlong) -> cython.void:
+    """Give job ``i`` the first ``m`` free workers of type ``g`` on node ``v`` (fastest first)."""
+    p: cython.Py_ssize_t
+    k: cython.Py_ssize_t
+    for p in range(sstart[v * G + g], sstart[v * G + g + 1]):
+        if m == 0:
+            break
+        k = gorder[p]
+        if free[k] != 0:
+            free[k] = 0
+            out[k] = i
+            m -= 1
+
+
+@cython.cfunc
+@cython.nogil
+@cython.exceptval(check=False)
+def pack_kernel(wj: cython.const[cython.longlong][::1], worker_type: cython.const[cython.longlong][::1],
+                node_rack: cython.const[cython.longlong][::1], bwn: cython.const[cython.double][::1],
+                has_rack: cython.bint, avail: cython.const[cython.uchar][::1], kept: cython.const[cython.uchar][::1],
+                jorder: cython.const[cython.longlong][::1], gorder: cython.const[cython.longlong][::1],
+                sstart: cython.const[cython.longlong][::1], out: cython.longlong[::1], free: cython.uchar[::1],
+                need: cython.longlong[:, ::1], left: cython.longlong[::1], fr: cython.longlong[::1]) -> cython.void:
+    """Concrete workers for the type counts of ``wj``, topology-aware (see ``hetplace._smp_topology.pack``).
+
+    ``kept[i]`` 1: job ``i`` keeps its workers of ``wj``; ``jorder`` the other jobs' order
+    (largest first); ``gorder`` the workers by (node, type, speed descending, index) and
+    ``sstart`` (N G + 1) where each (node, type) slot starts in it.
+    """
+    K: cython.Py_ssize_t = wj.shape[0]
+    S: cython.Py_ssize_t = need.shape[0]
+    G: cython.Py_ssize_t = need.shape[1]
+    N: cython.Py_ssize_t = bwn.shape[0]
+    NR: cython.Py_ssize_t = fr.shape[0]
+    t: cython.Py_ssize_t
+    i: cython.Py_ssize_t
+    g: cython.Py_ssize_t
+    k: cython.Py_ssize_t
+    v: cython.Py_ssize_t
+    q: cython.Py_ssize_t
+    bv: cython.Py_ssize_t
+    bq: cython.Py_ssize_t
+    c: cython.longlong
+    f: cython.longlong
+    rest: cython.longlong
+    for i in range(S):
+        for g in range(G):
+            need[i, g] = 0
+    for k in range(K):
+        out[k] = -1
+        free[k] = avail[k]
+        i = wj[k]
+        if i >= 0:
+            if kept[i] != 0:
+                out[k] = i
+                free[k] = 0
+            else:
+                need[i, worker_type[k]] += 1
+    for v in range(N * G):
+        left[v] = 0
+    for v in range(N):
+        for g in range(G):
+            for t in range(sstart[v * G + g], sstart[v * G + g + 1]):
+                if free[gorder[t]] != 0:
+                    left[v * G + g] += 1
+    for t in range(jorder.shape[0]):
+        i = jorder[t]
+        if kept[i] != 0:
+            continue
+        for g in range(G):
+            c = need[i, g]
+            if c == 0:
+                continue
+            # one node: the best-fitting (fewest free), ties to the higher bandwidth, then the lower index
+            bv = -1
+            for v in range(N):
+                f = left[v * G + g]
+                if f >= c and (bv < 0 or f < left[bv * G + g] or (f == left[bv * G + g] and bwn[v] > bwn[bv])):
+                    bv = v
+            if bv >= 0:
+                _take(out, free, gorder, sstart, left, G, bv, g, c, i)
+                left[bv * G + g] -= c
+                continue
+            # several nodes: inside the best-fitting rack that can hold them, else anywhere
+            bq = -1
+            if has_rack:
+                for q in range(NR):
+                    fr[q] = 0
+                for v in range(N):
+                    fr[node_rack[v]] += left[v * G + g]
+                for q in range(NR):
+                    if fr[q] >= c and (bq < 0 or fr[q] < fr[bq]):
+                        bq = q
+            rest = c
+            while rest > 0:
+                bv = -1
+                for v in range(N):  # the smallest node that finishes the job
+                    if bq >= 0 and node_rack[v] != bq:
+                        continue
+                    f = left[v * G + g]
+                    if f >= rest and (bv < 0 or f < left[bv * G + g]):
+                        bv = v
+                if bv >= 0:
+                    _take(out, free, gorder, sstart, left, G, bv, g, rest, i)
+                    left[bv * G + g] -= rest
+                    rest = 0
+                    break
+                for v in range(N):  # else the fullest node
+                    if bq >= 0 and node_rack[v] != bq:
+                        continue
+                    f = left[v * G + g]
+                    if f > 0 and (bv < 0 or f > left[bv * G + g]):
+                        bv = v
+                if bv < 0:
+                    break  # cannot happen: the counts come from workers of these types
+                f = left[bv * G + g]
+                _take(out, free, gorder, sstart, left, G, bv, g, f, i)
+                left[bv * G + g] = 0
+                rest -= f
+
+
+@cython.cfunc
+@cython.exceptval(check=False)
+def _pack_rows_kernel(rows: cython.const[cython.longlong][:, ::1], worker_type: cython.const[cython.longlong][::1],
+                      node_rack: cython.const[cython.longlong][::1], bwn: cython.const[cython.double][::1],
+                      has_rack: cython.bint, avail: cython.const[cython.uchar][::1],
+                      kept: cython.const[cython.uchar][:, ::1], jorder: cython.const[cython.longlong][:, ::1],
+                      gorder: cython.const[cython.longlong][::1], sstart: cython.const[cython.longlong][::1],
+                      out: cython.longlong[:, ::1], free: cython.uchar[:, ::1], need: cython.longlong[:, :, ::1],
+                      left: cython.longlong[:, ::1], fr: cython.longlong[:, ::1], threads: cython.int) -> cython.void:
+    j: cython.Py_ssize_t
+    for j in prange(rows.shape[0], nogil=True, num_threads=threads, schedule="dynamic"):
+        pack_kernel(rows[j], worker_type, node_rack, bwn, has_rack, avail, kept[j], jorder[j], gorder, sstart,
+                    out[j], free[j], need[j], left[j], fr[j])
+
+
+def topo_pack_rows(rows, worker_type, n_types, node, node_rack, bwn, has_rack, avail, speed, kept, threads=1):
+    """Pack every row of ``rows`` (int64 (R, K)): :func:`pack_kernel` in parallel; returns (R, K) int64.
+
+    ``kept`` uint8 (R, S): the jobs of each row that keep their workers; ``speed`` (K,) orders the
+    workers of a node and type (fastest first).
+    """
+    rows = np.ascontiguousarray(rows, dtype=np.int64)
+    R, K = rows.shape
+    S = kept.shape[1]
+    G = int(n_types)
+    N = bwn.shape[0]
+    NR = max(int(node_rack.max()) + 1 if node_rack.size else 1, 1)
+    ks = np.arange(K)
+    gorder = np.lexsort((ks, -np.asarray(speed), worker_type, node)).astype(np.int64)
+    sstart = np.searchsorted(node[gorder] * G + worker_type[gorder], np.arange(N * G + 1)).astype(np.int64)
+    # the jobs of each row, largest first (ties to the lower index)
+    sizes = np.zeros((R, S), dtype=np.int64)
+    r_, k_ = np.nonzero(rows >= 0)
+    np.add.at(sizes, (r_, rows[r_, k_]), 1)
+    jorder = np.ascontiguousarray(np.lexsort((np.broadcast_to(np.arange(S), (R, S)), -sizes), axis=-1),
+                                  dtype=np.int64)
+    out = np.empty((R, K), dtype=np.int64)
+    nt = threads if threads > 0 else (os.cpu_count() or 1)
+    _pack_rows_kernel(rows, np.ascontiguousarray(worker_type, dtype=np.int64),
+                      np.ascontiguousarray(node_rack, dtype=np.int64), np.ascontiguousarray(bwn, dtype=np.float64),
+                      bool(has_rack), np.ascontiguousarray(avail, dtype=np.uint8),
+                      np.ascontiguousarray(kept, dtype=np.uint8), jorder, gorder, sstart, out,
+                      np.zeros((R, K), dtype=np.uint8), np.zeros((R, S, G), dtype=np.int64),
+                      np.zeros((R, N * G), dtype=np.int64), np.zeros((R, NR), dtype=np.int64), nt)
+    return out
 
 
 def _model(rho, jp, ji, node, node_rack, bwn, bwr):
@@ -517,7 +794,7 @@ def _workspace(R, S, N, NR):
 
 
 def topo_polish_rows(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, current, avail, wclass, replacing,
-                     out_wj, max_steps, compound=True, threads=1, stop=None):
+                     out_wj, max_steps, compound=True, kicks=None, threads=1, stop=None):
     """Improve every row of ``out_wj`` (int64 (R, K), feasible assignments) in place, in parallel over rows.
 
     Parameters
@@ -537,7 +814,9 @@ def topo_polish_rows(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, curr
     replacing : bool            restart losses apply (interchangeable workers are then distinct)
     out_wj : int64 (R, K)       modified in place
     max_steps : int             steps per row at most
-    compound : bool             try consolidation steps
+    compound : bool             try compound steps
+    kicks : int64 (R, T, 3), optional   the kicks of each row's iterated search (:func:`topo_ils`);
+                                        None: none (one descent per row)
     threads : int               Cython's OpenMP threads; Numba's are set by the caller
     stop : int64 (1,), optional a stop flag (:mod:`hetplace._interrupt`)
 
@@ -555,6 +834,9 @@ def topo_polish_rows(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, curr
     X2, st2, cnt2, cntr2, cost2 = _workspace(R, S, N, NR)
     trial = np.zeros((R, K), dtype=np.int64)
     best_wj = np.zeros((R, K), dtype=np.int64)
+    keep = np.zeros((R, K), dtype=np.int64)
+    if kicks is None:
+        kicks = np.zeros((R, 0, 3), dtype=np.int64)
     out_total = np.zeros(R)
     out_steps = np.zeros(R, dtype=np.int64)
     up = np.asarray(avail, dtype=bool)
@@ -564,7 +846,8 @@ def topo_polish_rows(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, curr
     _rows_kernel(rho, jp, ji, node, node_rack, bwn, bwr, float(top), bool(has_rack),
                  np.ascontiguousarray(current, dtype=np.int64), np.ascontiguousarray(avail, dtype=np.uint8),
                  np.ascontiguousarray(wclass, dtype=np.int64), capn, capr, bool(replacing), bool(compound), out_wj,
-                 int(max_steps), out_total, out_steps, X, st, cnt, cntr, cost, X2, st2, cnt2, cntr2, cost2, trial, best_wj,
+                 int(max_steps), np.ascontiguousarray(kicks, dtype=np.int64), out_total, out_steps, X, st, cnt, cntr,
+                 cost, X2, st2, cnt2, cntr2, cost2, trial, best_wj, keep,
                  _GO if stop is None else stop, nt)
     return out_total, out_steps
 
