@@ -26,9 +26,10 @@ decision here:
 4. **Choice.**  The candidate of lowest true total (restart losses included;
    the fairness rule of :func:`hetplace.smp._choose` when asked) wins.
 
-Above :data:`SEARCH_MAX_CELLS` the exact search is skipped: the packed
-proxies are priced and the best is taken (K = 100,000 GPUs, 5,000 jobs in
-seconds).  Every step is deterministic in the seed and independent of the
+Above :data:`SEARCH_MAX_CELLS` (a large cluster) the exact search is
+skipped: the pessimistic proxy runs on half of the samples, its
+:data:`LARGE_PACKED` best results are packed and priced, and the best is
+taken (K = 100,000 GPUs, 5,000 jobs in seconds).  Every step is deterministic in the seed and independent of the
 thread count.  Private: called by :func:`hetplace.smp.smp_place`.
 """
 
@@ -39,13 +40,16 @@ import numpy as np
 from ._cost import price, restarted
 from . import _interrupt
 
-__all__ = ["topology_place", "pack", "optimistic_table", "SEARCH_MAX_CELLS", "SEARCH_ROWS"]
+__all__ = ["topology_place", "pack", "optimistic_table", "SEARCH_MAX_CELLS", "SEARCH_ROWS", "KICKS", "LARGE_PACKED"]
 
 #: The exact local search runs when ``K * (K + S)`` (one pass over moves and swaps) is at most this.
 SEARCH_MAX_CELLS = 2**22
 
 #: Packed candidates the exact local search improves (the best by true total, distinct).
 SEARCH_ROWS = 4
+
+#: Above :data:`SEARCH_MAX_CELLS`: proxy results packed and priced (the best wins).
+LARGE_PACKED = 2
 
 #: Kicks of the iterated local search on each searched candidate (docs/model.md §3.13).
 KICKS = 32
@@ -151,8 +155,11 @@ def topology_place(problem, seed, opts):
     t1 = time.perf_counter()
     # 1. the flat machinery on two size-priced proxies (the second only when its dense table is small)
     dense = S * (K + 1) <= DENSE_COST_CELLS
+    search = K * (K + S) <= SEARCH_MAX_CELLS
     halves = [(cats, None)]
-    if dense and len(cats) > 1:
+    if not search:  # a large cluster: the pessimistic proxy on half of the samples, its best rows packed
+        halves = [(np.ascontiguousarray(cats[0::2]), None)]
+    elif dense and len(cats) > 1:
         halves = [(np.ascontiguousarray(cats[0::2]), None),
                   (np.ascontiguousarray(cats[1::2]), optimistic_table(problem))]
     rows = []
@@ -168,7 +175,7 @@ def topology_place(problem, seed, opts):
 
         return greedy_placement(problem), dict(seed=seed, samples=int(cats.shape[0]), fallback="greedy")
     # 2. pack the best distinct proxy results of each half (interleaved: the best of each first)
-    per = max(1, opts["polish_top"] or len(cand))
+    per = max(1, opts["polish_top"] or len(cand)) if search else LARGE_PACKED
     picks = []
     for r in rows:
         r = r[_distinct(r)][:per]
@@ -178,7 +185,6 @@ def topology_place(problem, seed, opts):
     ordered = np.array(ordered, dtype=np.int64).reshape(-1, K)
     packed = np.concatenate([pack(problem, ordered, opts["backend"]), ordered])
     packed = np.ascontiguousarray(packed[_distinct(packed)])
-    search = K * (K + S) <= SEARCH_MAX_CELLS
     total = _descent(problem, packed, opts, max_steps=0)[0] if search else price(problem, packed).total
     t3 = time.perf_counter()
     searched = 0
