@@ -135,6 +135,12 @@ def _descent(problem, rows, opts, threads=1, stop=None, max_steps=_MAX_STEPS, ki
 
 def topology_place(problem, seed, opts):
     """SMP with a topology: ``(worker_job, info)`` (see the module docstring); ``opts`` validated by ``smp._iv``."""
+    with np.errstate(divide="ignore", invalid="ignore"):  # the python backend's numpy scalars, as IEEE
+        return _place(problem, seed, opts)
+
+
+def _place(problem, seed, opts):
+    """The body of :func:`topology_place`."""
     from .categories import sample_categories
     from .smp import (DENSE_COST_CELLS, STOPPABLE_MIN_WORK, _bounded_centre, _choose, _keep_candidates, _run,
                       fit_sizes, thread_count)
@@ -163,11 +169,10 @@ def topology_place(problem, seed, opts):
         halves = [(np.ascontiguousarray(cats[0::2]), None),
                   (np.ascontiguousarray(cats[1::2]), optimistic_table(problem))]
     rows = []
-    with np.errstate(divide="ignore", invalid="ignore"):
-        for part, cost in halves:
-            out_wj, out_total, _, modes = _run(problem, part, opts, extra, cost=cost)
-            finite = np.isfinite(out_total)
-            rows.append(out_wj[finite][np.argsort(out_total[finite], kind="stable")])
+    for part, cost in halves:
+        out_wj, out_total, _, modes = _run(problem, part, opts, extra, cost=cost)
+        finite = np.isfinite(out_total)
+        rows.append(out_wj[finite][np.argsort(out_total[finite], kind="stable")])
     t2 = time.perf_counter()
     cand = np.concatenate(rows) if rows else np.zeros((0, K), dtype=np.int64)
     if not len(cand):

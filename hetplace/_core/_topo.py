@@ -144,7 +144,6 @@ def _after(rho: cython.const[cython.double][:, ::1], jp: cython.const[cython.dou
 
 
 @cython.cfunc
-@cython.inline
 @cython.nogil
 @cython.exceptval(check=False)
 def _rebuild(rho: cython.const[cython.double][:, ::1], jp: cython.const[cython.double][:, ::1],
@@ -211,7 +210,6 @@ def _same(wj: cython.longlong[::1], node: cython.const[cython.longlong][::1],
 
 
 @cython.cfunc
-@cython.inline
 @cython.nogil
 @cython.exceptval(check=False)
 def _compound(node: cython.const[cython.longlong][::1], node_rack: cython.const[cython.longlong][::1],
@@ -337,7 +335,6 @@ def _compound(node: cython.const[cython.longlong][::1], node_rack: cython.const[
 
 
 @cython.cfunc
-@cython.inline
 @cython.nogil
 @cython.exceptval(check=False)
 def topo_descent(rho: cython.const[cython.double][:, ::1], jp: cython.const[cython.double][:, ::1],
