@@ -40,7 +40,7 @@ import numpy as np
 from ._cost import price, restarted
 from . import _interrupt
 
-__all__ = ["topology_place", "pack", "optimistic_table", "SEARCH_MAX_CELLS", "SEARCH_ROWS", "KICKS", "LARGE_PACKED"]
+__all__ = ["topology_place", "pack", "optimistic_table", "SEARCH_MAX_CELLS", "SEARCH_ROWS", "KICKS", "SLACK", "LARGE_PACKED"]
 
 #: The exact local search runs when ``K * (K + S)`` (one pass over moves and swaps) is at most this.
 SEARCH_MAX_CELLS = 2**22
@@ -52,7 +52,10 @@ SEARCH_ROWS = 4
 LARGE_PACKED = 2
 
 #: Kicks of the iterated local search on each searched candidate (docs/model.md §3.13).
-KICKS = 32
+KICKS = 64
+
+#: A kick's result within this fraction of the best becomes the walk's next start.
+SLACK = 0.01
 
 #: Steps of one exact descent at most (each lowers the total; a safety cap).
 _MAX_STEPS = 100_000
@@ -129,7 +132,7 @@ def _descent(problem, rows, opts, threads=1, stop=None, max_steps=_MAX_STEPS, ki
             problem.worker_throughput, jp, ji, topo.node, topo.node_rack, topo.node_bandwidth,
             topo.rack_bandwidth, topo.bandwidth, topo.rack is not None, problem.current,
             problem.available.astype(np.uint8), problem.worker_classes[2], problem.replacing, rows, max_steps,
-            compound=max_steps > 0, kicks=kicks, threads=threads, stop=stop,
+            compound=max_steps > 0, kicks=kicks, slack=SLACK, threads=threads, stop=stop,
         )
 
 

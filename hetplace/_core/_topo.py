@@ -500,7 +500,8 @@ def topo_ils(rho: cython.const[cython.double][:, ::1], jp: cython.const[cython.d
              cntr: cython.longlong[:, ::1], cost: cython.double[::1], X2: cython.double[::1],
              st2: cython.longlong[:, ::1], cnt2: cython.longlong[:, ::1], cntr2: cython.longlong[:, ::1],
              cost2: cython.double[::1], trial: cython.longlong[::1], best_wj: cython.longlong[::1],
-             keep: cython.longlong[::1], stop: cython.const[cython.longlong][::1]) -> cython.longlong:
+             keep: cython.longlong[::1], walk: cython.longlong[::1], slack: cython.double,
+             stop: cython.const[cython.longlong][::1]) -> cython.longlong:
     """Iterated local search: :func:`topo_descent`, then ``pert.shape[0]`` kicks from the best so far.
 
     The first descent uses every step; the descent after each kick moves and
@@ -512,8 +513,10 @@ def topo_ils(rho: cython.const[cython.double][:, ::1], jp: cython.const[cython.d
     ``pert[t, 0] % S``; kind ``pert[t, 1] % 4``: relocate into a node, take a node and
     release the rest, take a node and hand the rest over, exchange with another job;
     domain ``pert[t, 2]`` modulo the nodes or jobs), followed by a descent; the result
-    replaces the best when it lowers the total by more than ``REL_GAIN`` of it.
-    ``wj`` ends as the best; returns the steps taken in all.
+    replaces the best when it lowers the total by more than ``REL_GAIN`` of it,
+    and the walk's start (``walk``) when it is within ``1 + slack`` of the best
+    (so chains of kicks can cross a small rise); otherwise the walk goes back to
+    its start.  ``wj`` ends as the best; returns the steps taken in all.
     """
     S: cython.Py_ssize_t = X.shape[0]
     K: cython.Py_ssize_t = wj.shape[0]
@@ -533,6 +536,7 @@ def topo_ils(rho: cython.const[cython.double][:, ::1], jp: cython.const[cython.d
     best = _rebuild(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, current, wj, X, st, cnt, cntr, cost)
     for k in range(K):
         keep[k] = wj[k]
+        walk[k] = wj[k]
     for t in range(pert.shape[0]):
         if stop[0] != 0 or S < 1:
             break
@@ -562,9 +566,13 @@ def topo_ils(rho: cython.const[cython.double][:, ::1], jp: cython.const[cython.d
             best = total
             for k in range(K):
                 keep[k] = wj[k]
+                walk[k] = wj[k]
+        elif total <= best * (1.0 + slack):  # the walk moves on, within slack of the best
+            for k in range(K):
+                walk[k] = wj[k]
         else:
             for k in range(K):
-                wj[k] = keep[k]
+                wj[k] = walk[k]
             _rebuild(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, current, wj, X, st, cnt, cntr, cost)
     for k in range(K):
         wj[k] = keep[k]
@@ -590,15 +598,15 @@ def _rows_kernel(rho: cython.const[cython.double][:, ::1], jp: cython.const[cyth
                  cnt: cython.longlong[:, :, ::1], cntr: cython.longlong[:, :, ::1], cost: cython.double[:, ::1],
                  X2: cython.double[:, ::1], st2: cython.longlong[:, :, ::1], cnt2: cython.longlong[:, :, ::1],
                  cntr2: cython.longlong[:, :, ::1], cost2: cython.double[:, ::1], trial: cython.longlong[:, ::1],
-                 best_wj: cython.longlong[:, ::1], keep: cython.longlong[:, ::1],
-                 stop: cython.const[cython.longlong][::1], threads: cython.int) -> cython.void:
+                 best_wj: cython.longlong[:, ::1], keep: cython.longlong[:, ::1], walk: cython.longlong[:, ::1],
+                 slack: cython.double, stop: cython.const[cython.longlong][::1], threads: cython.int) -> cython.void:
     j: cython.Py_ssize_t
     for j in prange(out_wj.shape[0], nogil=True, num_threads=threads, schedule="dynamic"):
         if max_steps > 0:
             out_steps[j] = topo_ils(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, current, avail, wclass,
                                     capn, capr, replacing, compound, out_wj[j], max_steps, pert[j], X[j], st[j],
                                     cnt[j], cntr[j], cost[j], X2[j], st2[j], cnt2[j], cntr2[j], cost2[j], trial[j],
-                                    best_wj[j], keep[j], stop)
+                                    best_wj[j], keep[j], walk[j], slack, stop)
         out_total[j] = _rebuild(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, current, out_wj[j], X[j],
                                 st[j], cnt[j], cntr[j], cost[j])
 
@@ -791,7 +799,7 @@ def _workspace(R, S, N, NR):
 
 
 def topo_polish_rows(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, current, avail, wclass, replacing,
-                     out_wj, max_steps, compound=True, kicks=None, threads=1, stop=None):
+                     out_wj, max_steps, compound=True, kicks=None, slack=0.0, threads=1, stop=None):
     """Improve every row of ``out_wj`` (int64 (R, K), feasible assignments) in place, in parallel over rows.
 
     Parameters
@@ -814,6 +822,8 @@ def topo_polish_rows(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, curr
     compound : bool             try compound steps
     kicks : int64 (R, T, 3), optional   the kicks of each row's iterated search (:func:`topo_ils`);
                                         None: none (one descent per row)
+    slack : float               a kick's result within ``1 + slack`` of the best becomes the walk's
+                                next start (the best is kept apart)
     threads : int               Cython's OpenMP threads; Numba's are set by the caller
     stop : int64 (1,), optional a stop flag (:mod:`hetplace._interrupt`)
 
@@ -844,7 +854,7 @@ def topo_polish_rows(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, curr
                  np.ascontiguousarray(current, dtype=np.int64), np.ascontiguousarray(avail, dtype=np.uint8),
                  np.ascontiguousarray(wclass, dtype=np.int64), capn, capr, bool(replacing), bool(compound), out_wj,
                  int(max_steps), np.ascontiguousarray(kicks, dtype=np.int64), out_total, out_steps, X, st, cnt, cntr,
-                 cost, X2, st2, cnt2, cntr2, cost2, trial, best_wj, keep,
+                 cost, X2, st2, cnt2, cntr2, cost2, trial, best_wj, keep, np.zeros((R, K), dtype=np.int64), float(slack),
                  _GO if stop is None else stop, nt)
     return out_total, out_steps
 
