@@ -224,7 +224,8 @@ def _compound(node: cython.const[cython.longlong][::1], node_rack: cython.const[
     several nodes, then any; ties to the lower index); 2: it releases its workers on
     node ``d`` (to idle); 3: it takes every worker of node ``d`` and releases the rest;
     4: it takes every worker of node ``d`` and keeps the rest; 5: it takes every worker
-    of node ``d`` and gives the rest to the job that held most of them (idle when none);
+    of node ``d`` and hands the rest, one at a time, to the job it displaced that is
+    owed the most (a job is owed the workers it lost; idle when none is owed);
     6: it exchanges its workers with job ``d``; 7: it releases its workers outside rack ``d``;
     8: outside node ``d``.  False when the step is not possible or
     changes nothing.  ``held`` (S,) is scratch.
@@ -266,22 +267,25 @@ def _compound(node: cython.const[cython.longlong][::1], node_rack: cython.const[
                     out[k] = -1
         return True
     if level >= 3:
-        other = -1
         if level == 5:
             for j in range(S):
                 held[j] = 0.0
             for k in range(K):
                 if node[k] == d and wj[k] >= 0 and wj[k] != i and avail[k] != 0:
                     held[wj[k]] = held[wj[k]] + 1.0
-            for j in range(S):
-                if held[j] > 0.0 and (other < 0 or held[j] > held[other]):
-                    other = j
         for k in range(K):
             if node[k] == d:
                 if avail[k] != 0 and wj[k] != i:
                     out[k] = i
                     changed = True
             elif wj[k] == i and level != 4:
+                other = -1
+                if level == 5:  # to the displaced job that lost the most and is not yet repaid
+                    for j in range(S):
+                        if held[j] > 0.0 and (other < 0 or held[j] > held[other]):
+                            other = j
+                    if other >= 0:
+                        held[other] = held[other] - 1.0
                 out[k] = other
         return changed
     # each worker of the job outside the domain trades places with the next partner in it:
