@@ -40,7 +40,8 @@ import numpy as np
 from ._cost import price, restarted
 from . import _interrupt
 
-__all__ = ["topology_place", "pack", "optimistic_table", "SEARCH_MAX_CELLS", "SEARCH_ROWS", "KICKS", "SLACK", "LARGE_PACKED"]
+__all__ = ["topology_place", "pack", "optimistic_table", "SEARCH_MAX_CELLS", "SEARCH_ROWS", "KICKS", "SLACK",
+           "LARGE_PACKED"]
 
 #: The exact local search runs when ``K * (K + S)`` (one pass over moves and swaps) is at most this.
 SEARCH_MAX_CELLS = 2**22
@@ -114,20 +115,20 @@ def _distinct(rows):
     return np.array(keep, dtype=np.int64)
 
 
-def _descent(problem, rows, opts, threads=1, stop=None, max_steps=_MAX_STEPS, kicks=None):
+def _descent(problem, rows, opts, flat, threads=1, stop=None, max_steps=_MAX_STEPS, kicks=None):
     """Improve ``rows`` ((R, K) int64, feasible) in place by the exact descent; return (totals, steps).
 
-    ``max_steps=0`` prices the rows (restart losses included) without changing them.
+    ``max_steps=0`` prices the rows (restart losses included) without changing them.  ``flat`` is
+    :mod:`hetplace.smp` (see :func:`topology_place`).
     """
     from ._core._registry import kernels
-    from .smp import _threads
 
     topo = problem.topology
     model = problem.comm_model
     jp = np.stack([problem.work, model.volume, problem.restart_cost], axis=1)
     ji = np.stack([problem.min_workers, problem.max_workers, problem.running.astype(np.int64)], axis=1)
     table = kernels(opts["backend"])
-    with _threads(opts["backend"], threads):
+    with flat._threads(opts["backend"], threads):
         return table.topo_polish_rows(
             problem.worker_throughput, jp, ji, topo.node, topo.node_rack, topo.node_bandwidth,
             topo.rack_bandwidth, topo.bandwidth, topo.rack is not None, problem.current,
@@ -136,34 +137,37 @@ def _descent(problem, rows, opts, threads=1, stop=None, max_steps=_MAX_STEPS, ki
         )
 
 
-def topology_place(problem, seed, opts):
-    """SMP with a topology: ``(worker_job, info)`` (see the module docstring); ``opts`` validated by ``smp._iv``."""
+def topology_place(problem, seed, opts, flat):
+    """SMP with a topology: ``(worker_job, info)`` (see the module docstring); ``opts`` validated by ``smp._iv``.
+
+    ``flat`` is the module :mod:`hetplace.smp`, whose flat machinery (sampling, market, polish,
+    keep candidates, choice) runs the proxies; it is passed in by :func:`hetplace.smp.smp_place`
+    so that this module does not import it (no import cycle).
+    """
     with np.errstate(divide="ignore", invalid="ignore"):  # the python backend's numpy scalars, as IEEE
-        return _place(problem, seed, opts)
+        return _place(problem, seed, opts, flat)
 
 
-def _place(problem, seed, opts):
+def _place(problem, seed, opts, flat):
     """The body of :func:`topology_place`."""
     from .categories import sample_categories
-    from .smp import (DENSE_COST_CELLS, STOPPABLE_MIN_WORK, _bounded_centre, _choose, _keep_candidates, _run,
-                      fit_sizes, thread_count)
 
     S, K = problem.n_jobs, problem.n_workers
     t0 = time.perf_counter()
     weighted = opts["sampling"] == "weighted"
     cats = sample_categories(
         problem.n_available, S, opts["samples"], seed=seed, exact=False, method=opts["sampling"],
-        centre=_bounded_centre(problem) if weighted else None,
+        centre=flat._bounded_centre(problem) if weighted else None,
         **({"spread": opts["spread"]} if opts["spread"] is not None and weighted else {}),
         backend=opts["backend"],
     )
     cats = np.ascontiguousarray(
-        fit_sizes(cats, problem.max_workers, problem.min_workers, problem.n_available), dtype=np.int64
+        flat.fit_sizes(cats, problem.max_workers, problem.min_workers, problem.n_available), dtype=np.int64
     )
-    extra = _keep_candidates(problem, opts, seed) if problem.replacing else None
+    extra = flat._keep_candidates(problem, opts, seed) if problem.replacing else None
     t1 = time.perf_counter()
     # 1. the flat machinery on two size-priced proxies (the second only when its dense table is small)
-    dense = S * (K + 1) <= DENSE_COST_CELLS
+    dense = S * (K + 1) <= flat.DENSE_COST_CELLS
     search = K * (K + S) <= SEARCH_MAX_CELLS
     halves = [(cats, None)]
     if not search:  # a large cluster: the pessimistic proxy on half of the samples, its best rows packed
@@ -173,7 +177,7 @@ def _place(problem, seed, opts):
                   (np.ascontiguousarray(cats[1::2]), optimistic_table(problem))]
     rows = []
     for part, cost in halves:
-        out_wj, out_total, _, modes = _run(problem, part, opts, extra, cost=cost)
+        out_wj, out_total, _, modes = flat._run(problem, part, opts, extra, cost=cost)
         finite = np.isfinite(out_total)
         rows.append(out_wj[finite][np.argsort(out_total[finite], kind="stable")])
     t2 = time.perf_counter()
@@ -193,7 +197,7 @@ def _place(problem, seed, opts):
     ordered = np.array(ordered, dtype=np.int64).reshape(-1, K)
     packed = np.concatenate([pack(problem, ordered, opts["backend"]), ordered])
     packed = np.ascontiguousarray(packed[_distinct(packed)])
-    total = _descent(problem, packed, opts, max_steps=0)[0] if search else price(problem, packed).total
+    total = _descent(problem, packed, opts, flat, max_steps=0)[0] if search else price(problem, packed).total
     t3 = time.perf_counter()
     searched = 0
     if search:
@@ -201,17 +205,18 @@ def _place(problem, seed, opts):
         best = np.argsort(total, kind="stable")[:SEARCH_ROWS]
         best = best[np.isfinite(total[best])]
         sub = np.ascontiguousarray(packed[best])
-        threads = thread_count(opts["backend"], opts["threads"], len(best) * K * K)
-        stop = _interrupt.new_stop() if len(best) * K * K >= STOPPABLE_MIN_WORK else None
+        threads = flat.thread_count(opts["backend"], opts["threads"], len(best) * K * K)
+        stop = _interrupt.new_stop() if len(best) * K * K >= flat.STOPPABLE_MIN_WORK else None
         kicks = np.random.default_rng([seed % (1 << 63), 24]).integers(0, 1 << 62, (len(best), KICKS, 3))
         if stop is not None:
-            total[best] = _interrupt.call(lambda: _descent(problem, sub, opts, threads, stop, kicks=kicks), stop)[0]
+            total[best] = _interrupt.call(
+                lambda: _descent(problem, sub, opts, flat, threads, stop, kicks=kicks), stop)[0]
         else:
-            total[best] = _descent(problem, sub, opts, threads, kicks=kicks)[0]
+            total[best] = _descent(problem, sub, opts, flat, threads, kicks=kicks)[0]
         searched = len(best)
         packed[best] = sub
     t4 = time.perf_counter()
-    chosen = _choose(problem, packed, total, opts["fairness_tol"])
+    chosen = flat._choose(problem, packed, total, opts["fairness_tol"])
     wj = packed[chosen].copy()
     info = dict(
         seed=seed, samples=int(cats.shape[0]), feasible_samples=int(len(cand)), chosen_sample=int(chosen),

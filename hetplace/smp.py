@@ -706,9 +706,11 @@ def smp_place(problem, seed=None, **options):
     if seed is None:
         seed = int(np.random.SeedSequence().entropy % (1 << 64))
     if problem.topology is not None:
+        import sys
+
         from ._smp_topology import topology_place
 
-        return topology_place(problem, seed, opts)
+        return topology_place(problem, seed, opts, sys.modules[__name__])
     t0 = time.perf_counter()
     weighted = opts["sampling"] == "weighted"
     cats = sample_categories(

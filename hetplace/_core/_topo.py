@@ -797,7 +797,10 @@ def _model(rho, jp, ji, node, node_rack, bwn, bwr):
 
 
 def _workspace(R, S, N, NR):
-    """Work arrays of :func:`topo_descent` for ``R`` rows: X (R, S), st (R, S, 6), cnt (R, S, N), cntr (R, S, NR), cost (R, S)."""
+    """Work arrays of :func:`topo_descent` for ``R`` rows.
+
+    X (R, S), st (R, S, 6), cnt (R, S, N), cntr (R, S, NR), cost (R, S).
+    """
     return (np.zeros((R, S)), np.zeros((R, S, 6), dtype=np.int64), np.zeros((R, S, N), dtype=np.int64),
             np.zeros((R, S, NR), dtype=np.int64), np.zeros((R, S)))
 
@@ -858,7 +861,8 @@ def topo_polish_rows(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, curr
                  np.ascontiguousarray(current, dtype=np.int64), np.ascontiguousarray(avail, dtype=np.uint8),
                  np.ascontiguousarray(wclass, dtype=np.int64), capn, capr, bool(replacing), bool(compound), out_wj,
                  int(max_steps), np.ascontiguousarray(kicks, dtype=np.int64), out_total, out_steps, X, st, cnt, cntr,
-                 cost, X2, st2, cnt2, cntr2, cost2, trial, best_wj, keep, np.zeros((R, K), dtype=np.int64), float(slack),
+                 cost, X2, st2, cnt2, cntr2, cost2, trial, best_wj, keep, np.zeros((R, K), dtype=np.int64),
+                 float(slack),
                  _GO if stop is None else stop, nt)
     return out_total, out_steps
 
