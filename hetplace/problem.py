@@ -474,63 +474,17 @@ class Problem:
                     domains.append((part, b))
         out = np.full(self.n_jobs, np.inf)
         for workers, b in domains:
-            fast = self._domain_best_prefix(workers, b)
+            rates = self._class_rates(workers)
             for i in range(self.n_jobs):
-                if np.isnan(fast[i]):  # the short prefix does not settle it: every size
-                    rates = self._class_rates(workers, slice(i, i + 1))[0]
-                    r = np.sort(rates[rates > 0])[::-1][: self.max_workers[i]]
-                    if r.size < self.min_workers[i]:
-                        continue
-                    n = np.arange(1, r.size + 1)
-                    jobs = np.full(n.size, i)
-                    comm = model.at_bandwidth(jobs, n, np.full(n.size, b))
-                    comm[n < self.min_workers[i]] = math.inf
-                    fast[i] = float(job_time(self, jobs, np.cumsum(r), n, comm=comm).min())
-                out[i] = min(out[i], fast[i])
+                r = np.sort(rates[i][rates[i] > 0])[::-1][: self.max_workers[i]]
+                if r.size < self.min_workers[i]:
+                    continue
+                n = np.arange(1, r.size + 1)
+                jobs = np.full(n.size, i)
+                comm = model.at_bandwidth(jobs, n, np.full(n.size, b))
+                comm[n < self.min_workers[i]] = math.inf
+                out[i] = min(out[i], float(job_time(self, jobs, np.cumsum(r), n, comm=comm).min()))
         return out
-
-    def _domain_best_prefix(self, workers, b, prefix=256):
-        """Each job's best JCT alone on ``workers`` at bandwidth ``b`` from its ``prefix`` fastest workers.
-
-        The same numbers as pricing every size (each job's rates sorted fastest
-        first, summed in that order: ``cumsum`` is sequential), for all jobs at
-        once from the class counts of ``workers``, without an (S, len(workers))
-        table.  NaN for a job whose best may lie beyond the prefix (its lower
-        bound there, ``work / X_all + comm(prefix + 1)``, is not above the best
-        found): the caller prices every size for it.  inf when the domain
-        cannot hold the job's minimum.
-        """
-        S = self.n_jobs
-        members, starts, class_of = self.worker_classes
-        counts = np.bincount(class_of[workers], minlength=starts.size - 1)
-        present = np.flatnonzero(counts)
-        vals = self._class_rates(members[starts[present]])  # (S, C'): a worker of each class present
-        m = counts[present]
-        order = np.argsort(-vals, axis=1, kind="stable")
-        v = np.take_along_axis(vals, order, axis=1)
-        c = np.where(v > 0, m[order], 0)
-        ends = np.cumsum(c, axis=1)  # positions of each sorted class's last worker
-        total = ends[:, -1] if ends.shape[1] else np.zeros(S, dtype=np.int64)
-        L = int(min(prefix, max(int(total.max()) if S else 0, 1)))
-        pos = np.arange(L)
-        idx = np.minimum(np.array([np.searchsorted(e, pos, side="right") for e in ends])
-                         if ends.shape[1] else np.zeros((S, L), dtype=np.int64), max(v.shape[1] - 1, 0))
-        r = np.take_along_axis(v, idx, axis=1) if v.shape[1] else np.zeros((S, L))
-        n = np.broadcast_to(pos + 1, (S, L))
-        usable = n <= np.minimum(total, self.max_workers)[:, None]
-        r = np.where(usable, r, 0.0)
-        X = np.cumsum(r, axis=1)
-        jobs = np.broadcast_to(np.arange(S)[:, None], (S, L))
-        comm = self.comm_model.at_bandwidth(jobs, n, np.full((S, L), b))
-        comm = np.where(usable & (n >= self.min_workers[:, None]), comm, math.inf)
-        with np.errstate(divide="ignore"):
-            best = job_time(self, jobs, X, n, comm=comm).min(axis=1)
-        # beyond the prefix: JCT >= work / X_all + comm(L + 1), comm increasing in n
-        X_all = np.where(v > 0, v * m[order], 0.0).sum(axis=1) * (1.0 + 1e-9)
-        more = np.minimum(total, self.max_workers) > L
-        with np.errstate(divide="ignore"):
-            bound = self.work / X_all + self.comm_model.at_bandwidth(np.arange(S), np.full(S, L + 1), np.full(S, b))
-        return np.where(more & ~(bound > best), np.nan, best)
 
     def job_jct(self, job, throughput_sum, n_workers):
         """JCT of ``job`` given its aggregate throughput and number of workers.
