@@ -346,7 +346,7 @@ def _class_counts(problem, class_of, n_classes):
     return out
 
 
-def _run(problem, cats, opts, extra=None):
+def _run(problem, cats, opts, extra=None, cost=None):
     """Evaluate all categories on the chosen backend; returns (worker_job, total, stats, modes).
 
     Pass 1 (parallel): every category through the market.  Pass 2 (parallel):
@@ -360,6 +360,10 @@ def _run(problem, cats, opts, extra=None):
     kept), totals include the restart losses, the rows ``extra`` (keep
     candidates, (E, K)) join the market rows before the polish, and the polish
     prices restarts.
+
+    ``cost`` replaces the communication table the kernels price sizes with
+    (a (S, K + 1) table: a size-priced proxy of a topology, docs/model.md §3.13);
+    None keeps the problem's own.
     """
     from ._core._registry import kernels
 
@@ -383,7 +387,8 @@ def _run(problem, cats, opts, extra=None):
     rho = problem.worker_throughput if not (market_cls and polish_cls) else None
     # the kernels price sizes from size_cost_spec, (S, 3), or from the dense size_cost when it
     # is small: the same bits (_core._polish.job_cost), and a lookup is cheaper than a division
-    cost = problem.size_cost if S * (K + 1) <= DENSE_COST_CELLS else problem.size_cost_spec
+    if cost is None:
+        cost = problem.size_cost if S * (K + 1) <= DENSE_COST_CELLS else problem.size_cost_spec
     if form == table.FORM_ORDINAL:
         job_order, order_len, worker_rank = table.ordinal_preferences(rho)
     else:
@@ -700,6 +705,12 @@ def smp_place(problem, seed=None, **options):
     S = problem.n_jobs
     if seed is None:
         seed = int(np.random.SeedSequence().entropy % (1 << 64))
+    if problem.topology is not None:
+        import sys
+
+        from ._smp_topology import topology_place
+
+        return topology_place(problem, seed, opts, sys.modules[__name__])
     t0 = time.perf_counter()
     weighted = opts["sampling"] == "weighted"
     cats = sample_categories(

@@ -32,7 +32,7 @@ BACKENDS = ("cython", "numba", "python")
 BACKEND_CHOICES = ("auto",) + BACKENDS
 
 #: Single-source modules (hetplace/_core/<name>.py), each a source of :class:`Kernels` fields.
-_SINGLE_SOURCE = ("_polish", "_ordinal", "_market", "_categories")
+_SINGLE_SOURCE = ("_polish", "_ordinal", "_market", "_categories", "_topo")
 #: Cython-only extensions the compiled backend also needs: ``_openmp`` holds OpenMP's thread
 #: limit (``max_threads``), which Cython's pure-Python mode cannot reach portably.
 _CYTHON_EXTRAS = ("_openmp",)
@@ -78,6 +78,9 @@ class Kernels:
     sample_uniform_direct: Callable
     sample_weighted_enum: Callable
     sample_weighted_perturb: Callable
+    # hetplace/_core/_topo.py
+    topo_polish_rows: Callable
+    topo_pack_rows: Callable
 
 
 #: The kernel fields of every :class:`Kernels` record (all but ``backend``).
@@ -142,12 +145,13 @@ def kernels(backend):
         from ._source import load
 
         modules = {name: load(name, backend) for name in _SINGLE_SOURCE}
-    table = _record(backend, modules["_polish"], modules["_ordinal"], modules["_market"], modules["_categories"])
+    table = _record(backend, modules["_polish"], modules["_ordinal"], modules["_market"], modules["_categories"],
+                    modules["_topo"])
     _cache[backend] = table
     return table
 
 
-def _record(backend, polish, ordinal, market, categories):
+def _record(backend, polish, ordinal, market, categories, topo):
     """The :class:`Kernels` of ``backend`` from its compilation of each single-source module."""
     return Kernels(
         backend=backend,
@@ -177,6 +181,8 @@ def _record(backend, polish, ordinal, market, categories):
         sample_uniform_direct=categories.sample_uniform_direct,
         sample_weighted_enum=categories.sample_weighted_enum,
         sample_weighted_perturb=categories.sample_weighted_perturb,
+        topo_polish_rows=topo.topo_polish_rows,
+        topo_pack_rows=topo.topo_pack_rows,
     )
 
 

@@ -1,0 +1,229 @@
+"""SMP on a cluster with a network topology (docs/model.md §3.13).
+
+With ``problem.topology`` set, a job's communication depends on which
+workers it has, not only on how many (docs/model.md §1.6), so the market and
+the polish of :mod:`hetplace.smp`, which price sizes, cannot see it.  One
+decision here:
+
+1. **Size-priced proxies.**  The sampled categories are split in two halves,
+   each run through the flat machinery (:func:`hetplace.smp._run`: market,
+   then polish) with its own size table: the flat model at the top-level
+   bandwidth (every job priced as if it spanned racks: pessimistic), and the
+   optimistic table ``volume_i * floor_scale[n]`` (a job of ``n`` workers
+   priced at the best bandwidth of a domain that can hold ``n`` workers: a
+   size that fits in a node at node bandwidth).  Each gives placements whose
+   type counts are good for one end of the spread.
+2. **Packing.**  Each job's type counts become concrete workers
+   (:func:`pack`): largest jobs first, a job that fits in one node of its
+   type goes to the best-fitting node (fewest free workers left), a larger
+   one takes whole nodes in one rack when a rack can hold it (the fullest
+   nodes first, the last one best-fitting).  Kept jobs of a re-placement keep
+   their very workers.
+3. **Exact local search.**  The best packed candidates are improved by the
+   descent of :mod:`hetplace._core._topo` (moves, swaps, and consolidations
+   that take a spread job into one node or rack), priced by the topology
+   exactly.
+4. **Choice.**  The candidate of lowest true total (restart losses included;
+   the fairness rule of :func:`hetplace.smp._choose` when asked) wins.
+
+Above :data:`SEARCH_MAX_CELLS` (a large cluster) the exact search is
+skipped: the pessimistic proxy runs on half of the samples, its
+:data:`LARGE_PACKED` best results are packed and priced, and the best is
+taken (K = 100,000 GPUs, 5,000 jobs in seconds).  Every step is deterministic in the seed and independent of the
+thread count.  Private: called by :func:`hetplace.smp.smp_place`.
+"""
+
+import time
+
+import numpy as np
+
+from ._cost import price, restarted
+from . import _interrupt
+
+__all__ = ["topology_place", "pack", "optimistic_table", "SEARCH_MAX_CELLS", "SEARCH_ROWS", "KICKS", "SLACK",
+           "LARGE_PACKED"]
+
+#: The exact local search runs when ``K * (K + S)`` (one pass over moves and swaps) is at most this.
+SEARCH_MAX_CELLS = 2**22
+
+#: Packed candidates the exact local search improves (the best by true total, distinct).
+SEARCH_ROWS = 4
+
+#: Above :data:`SEARCH_MAX_CELLS`: proxy results packed and priced (the best wins).
+LARGE_PACKED = 2
+
+#: Kicks of the iterated local search on each searched candidate (docs/model.md §3.13).
+KICKS = 64
+
+#: A kick's result within this fraction of the best becomes the walk's next start.
+SLACK = 0.01
+
+#: Steps of one exact descent at most (each lowers the total; a safety cap).
+_MAX_STEPS = 100_000
+
+
+def optimistic_table(problem):
+    """(S, K + 1): ``volume_i * floor_scale[n]``, +inf outside each job's size bounds.
+
+    A lower bound of each job's communication on any ``n`` workers
+    (:meth:`hetplace._cost.HierarchicalRing.floor`): the size-priced proxy of
+    a cluster where every job lands in the best domain that can hold it.
+    """
+    model = problem.comm_model
+    K = problem.n_workers
+    table = np.ascontiguousarray(model.volume[:, None] * model.floor_scale[None, :])
+    n = np.arange(K + 1)[None, :]
+    lo, hi = problem.min_workers[:, None], problem.max_workers[:, None]
+    table[((n > 0) & (n < lo)) | (n > hi)] = np.inf
+    return table
+
+
+def pack(problem, rows, backend="auto", threads=1):
+    """Concrete workers for the type counts of each row of ``rows`` ((R, K) int64), topology-aware.
+
+    Kept jobs of a re-placement (running, not restarted in the row) keep
+    their workers.  Every other job gets, for each type, as many workers of
+    that type as it has in the row: largest jobs first (ties to the lower
+    index); one node when a node has enough free workers of that type (the
+    one with fewest, ties to the higher bandwidth, then the lower index), else
+    whole nodes inside the rack of fewest sufficient free workers of that
+    type when one can hold them (else over the cluster): the node that
+    finishes the job when one can (the smallest), else the fullest.  Within a
+    node the fastest free workers go first.  Returns (R, K) int64 with the
+    same type counts per job as ``rows``.  The kernel is
+    :func:`hetplace._core._topo.pack_kernel`.
+    """
+    from ._core._registry import resolve
+
+    topo = problem.topology
+    rows = np.ascontiguousarray(np.atleast_2d(rows), dtype=np.int64)
+    kept = (problem.running & ~restarted(problem, rows)) if problem.replacing else \
+        np.zeros((len(rows), problem.n_jobs), dtype=bool)
+    return resolve(backend)[1].topo_pack_rows(
+        rows, problem.worker_type, problem.n_types, topo.node, topo.node_rack, topo.node_bandwidth,
+        topo.rack is not None, problem.available, problem.class_speed, kept.astype(np.uint8), threads)
+
+
+def _distinct(rows):
+    """Indices of the distinct rows of ``rows`` (first occurrence, in order)."""
+    seen, keep = set(), []
+    for r, row in enumerate(rows):
+        key = row.tobytes()
+        if key not in seen:
+            seen.add(key)
+            keep.append(r)
+    return np.array(keep, dtype=np.int64)
+
+
+def _descent(problem, rows, opts, flat, threads=1, stop=None, max_steps=_MAX_STEPS, kicks=None):
+    """Improve ``rows`` ((R, K) int64, feasible) in place by the exact descent; return (totals, steps).
+
+    ``max_steps=0`` prices the rows (restart losses included) without changing them.  ``flat`` is
+    :mod:`hetplace.smp` (see :func:`topology_place`).
+    """
+    from ._core._registry import kernels
+
+    topo = problem.topology
+    model = problem.comm_model
+    jp = np.stack([problem.work, model.volume, problem.restart_cost], axis=1)
+    ji = np.stack([problem.min_workers, problem.max_workers, problem.running.astype(np.int64)], axis=1)
+    table = kernels(opts["backend"])
+    with flat._threads(opts["backend"], threads):
+        return table.topo_polish_rows(
+            problem.worker_throughput, jp, ji, topo.node, topo.node_rack, topo.node_bandwidth,
+            topo.rack_bandwidth, topo.bandwidth, topo.rack is not None, problem.current,
+            problem.available.astype(np.uint8), problem.worker_classes[2], problem.replacing, rows, max_steps,
+            compound=max_steps > 0, kicks=kicks, slack=SLACK, threads=threads, stop=stop,
+        )
+
+
+def topology_place(problem, seed, opts, flat):
+    """SMP with a topology: ``(worker_job, info)`` (see the module docstring); ``opts`` validated by ``smp._iv``.
+
+    ``flat`` is the module :mod:`hetplace.smp`, whose flat machinery (sampling, market, polish,
+    keep candidates, choice) runs the proxies; it is passed in by :func:`hetplace.smp.smp_place`
+    so that this module does not import it (no import cycle).
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):  # the python backend's numpy scalars, as IEEE
+        return _place(problem, seed, opts, flat)
+
+
+def _place(problem, seed, opts, flat):
+    """The body of :func:`topology_place`."""
+    from .categories import sample_categories
+
+    S, K = problem.n_jobs, problem.n_workers
+    t0 = time.perf_counter()
+    weighted = opts["sampling"] == "weighted"
+    cats = sample_categories(
+        problem.n_available, S, opts["samples"], seed=seed, exact=False, method=opts["sampling"],
+        centre=flat._bounded_centre(problem) if weighted else None,
+        **({"spread": opts["spread"]} if opts["spread"] is not None and weighted else {}),
+        backend=opts["backend"],
+    )
+    cats = np.ascontiguousarray(
+        flat.fit_sizes(cats, problem.max_workers, problem.min_workers, problem.n_available), dtype=np.int64
+    )
+    extra = flat._keep_candidates(problem, opts, seed) if problem.replacing else None
+    t1 = time.perf_counter()
+    # 1. the flat machinery on two size-priced proxies (the second only when its dense table is small)
+    dense = S * (K + 1) <= flat.DENSE_COST_CELLS
+    search = K * (K + S) <= SEARCH_MAX_CELLS
+    halves = [(cats, None)]
+    if not search:  # a large cluster: the pessimistic proxy on half of the samples, its best rows packed
+        halves = [(np.ascontiguousarray(cats[0::2]), None)]
+    elif dense and len(cats) > 1:
+        halves = [(np.ascontiguousarray(cats[0::2]), None),
+                  (np.ascontiguousarray(cats[1::2]), optimistic_table(problem))]
+    rows = []
+    for part, cost in halves:
+        out_wj, out_total, _, modes = flat._run(problem, part, opts, extra, cost=cost)
+        finite = np.isfinite(out_total)
+        rows.append(out_wj[finite][np.argsort(out_total[finite], kind="stable")])
+    t2 = time.perf_counter()
+    cand = np.concatenate(rows) if rows else np.zeros((0, K), dtype=np.int64)
+    if not len(cand):
+        from .baselines import greedy_placement
+
+        return greedy_placement(problem), dict(seed=seed, samples=int(cats.shape[0]), fallback="greedy")
+    # 2. pack the best distinct proxy results of each half (interleaved: the best of each first)
+    per = max(1, opts["polish_top"] or len(cand)) if search else LARGE_PACKED
+    picks = []
+    for r in rows:
+        r = r[_distinct(r)][:per]
+        picks.append(r)
+    width = max(len(r) for r in picks)
+    ordered = [r[t] for t in range(width) for r in picks if t < len(r)]
+    ordered = np.array(ordered, dtype=np.int64).reshape(-1, K)
+    packed = np.concatenate([pack(problem, ordered, opts["backend"]), ordered])
+    packed = np.ascontiguousarray(packed[_distinct(packed)])
+    total = _descent(problem, packed, opts, flat, max_steps=0)[0] if search else price(problem, packed).total
+    t3 = time.perf_counter()
+    searched = 0
+    if search:
+        # 3. the exact descent on the best packed candidates
+        best = np.argsort(total, kind="stable")[:SEARCH_ROWS]
+        best = best[np.isfinite(total[best])]
+        sub = np.ascontiguousarray(packed[best])
+        threads = flat.thread_count(opts["backend"], opts["threads"], len(best) * K * K)
+        stop = _interrupt.new_stop() if len(best) * K * K >= flat.STOPPABLE_MIN_WORK else None
+        kicks = np.random.default_rng([seed % (1 << 63), 24]).integers(0, 1 << 62, (len(best), KICKS, 3))
+        if stop is not None:
+            total[best] = _interrupt.call(
+                lambda: _descent(problem, sub, opts, flat, threads, stop, kicks=kicks), stop)[0]
+        else:
+            total[best] = _descent(problem, sub, opts, flat, threads, kicks=kicks)[0]
+        searched = len(best)
+        packed[best] = sub
+    t4 = time.perf_counter()
+    chosen = flat._choose(problem, packed, total, opts["fairness_tol"])
+    wj = packed[chosen].copy()
+    info = dict(
+        seed=seed, samples=int(cats.shape[0]), feasible_samples=int(len(cand)), chosen_sample=int(chosen),
+        category=np.bincount(wj[wj >= 0], minlength=S).tolist(),
+        keep_candidates=0 if extra is None else int(len(extra)), candidates=int(len(packed)),
+        searched=int(searched), backend=opts["backend"], sampling=opts["sampling"], matching=opts["matching"],
+        polish=bool(opts["polish"]), topology=True, **modes,
+        sample_time=t1 - t0, market_time=t2 - t1, pack_time=t3 - t2, search_time=t4 - t3,
+    )
+    return wj, info

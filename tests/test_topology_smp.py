@@ -1,0 +1,142 @@
+"""SMP with a network topology (docs/model.md §3.13): feasible, reproducible, near brute force; flat path unchanged."""
+
+import hashlib
+
+import numpy as np
+import pytest
+
+import hetplace as hp
+from hetplace._cost import price
+from hetplace._smp_topology import optimistic_table, pack
+from hetplace.data import gavel_path
+from hetplace.exact import solve_exact
+from hetplace.instances import gavel_instance, replacement_instance, speeds_instance
+from hetplace.problem import Problem
+from hetplace.smp import _cython_available
+
+from instances import tiny_topology
+
+BACKENDS = ["numba", "python"] + (["cython"] if _cython_available(warn=False) else [])
+
+
+def _with_down_worker(p, k):
+    """``p`` with worker ``k`` down (its other arguments kept)."""
+    avail = np.ones(p.n_workers, dtype=bool)
+    avail[k] = False
+    return Problem(p.throughput, p.type_counts, p.batch, p.iterations, p.grad_bytes, p.bandwidth, p.worker_speed,
+                   min_workers=p.min_workers, max_workers=p.max_workers, available=avail,
+                   **p.topology.args())
+
+
+def _check_feasible(p, wj):
+    wj = np.asarray(wj)
+    assert wj.shape == (p.n_workers,)
+    assert np.all(wj[~p.available] == -1)
+    n = np.bincount(wj[wj >= 0], minlength=p.n_jobs)
+    assert np.all(n >= p.min_workers) and np.all(n <= p.max_workers)
+    assert np.isfinite(price(p, wj).total)
+
+
+OPTIONS = [dict(), dict(speeds=True), dict(bounds=True), dict(restarts=True), dict(weights=True),
+           dict(racks=True, speeds=True, bounds=True, restarts=True, weights=True)]
+
+
+@pytest.mark.parametrize("kw", OPTIONS, ids=lambda kw: "-".join(kw) or "plain")
+@pytest.mark.parametrize("seed", range(6))
+def test_feasible_and_reproducible(seed, kw):
+    p = tiny_topology(seed, **kw)
+    a = hp.place(p, "smp", seed=seed)
+    _check_feasible(p, a.worker_job)
+    assert a.info["topology"] is True
+    b = hp.place(p, "smp", seed=seed, threads=2)
+    assert np.array_equal(a.worker_job, b.worker_job)
+    for opts in (dict(sampling="weighted"), dict(matching="ordinal"), dict(polish=False), dict(fairness_tol=0.05),
+                 dict(samples=3, polish_top=1)):
+        c = hp.place(p, "smp", seed=seed, **opts)
+        _check_feasible(p, c.worker_job)
+        assert np.array_equal(c.worker_job, hp.place(p, "smp", seed=seed, **opts).worker_job)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_down_workers_stay_idle(seed):
+    p = _with_down_worker(tiny_topology(seed, n_workers=6, n_jobs=2), seed % 6)
+    pl = hp.place(p, "smp", seed=seed)
+    _check_feasible(p, pl.worker_job)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_backends_agree(seed):
+    p = tiny_topology(seed, speeds=True, restarts=seed % 2 == 0)
+    got = [hp.place(p, "smp", seed=seed, backend=b).worker_job for b in BACKENDS]
+    for wj in got[1:]:
+        assert np.array_equal(wj, got[0])
+
+
+def test_near_brute_force_on_tiny_instances():
+    gaps = []
+    for seed in range(40):
+        kw = dict(speeds=seed % 2 == 1, bounds=seed % 3 == 1, restarts=seed % 4 == 2, weights=seed % 5 == 3)
+        p = tiny_topology(seed, **kw)
+        pl = hp.place(p, "smp", seed=seed)
+        opt = solve_exact(p, method="brute").objective
+        gaps.append(pl.mean_jct / opt - 1)
+    assert min(gaps) > -1e-9  # never below the optimum
+    assert max(gaps) <= 0.0204 and np.mean(gaps) <= 0.005
+
+
+def test_pack_keeps_type_counts_and_fills_one_node():
+    # two 4-GPU nodes of one type; a 3-worker job spread over both is packed into one node
+    p = Problem([[10.0], [10.0]], [8], [32, 32], [1000, 1000], [1e8, 1e8], 1e9,
+                node=[0, 0, 0, 0, 1, 1, 1, 1], node_bandwidth=20e9)
+    wj = np.array([[0, 0, 1, -1, 0, 1, -1, -1]])
+    out = pack(p, wj)[0]
+    assert np.bincount(out[out >= 0], minlength=2).tolist() == [3, 2]
+    assert len(set(p.topology.node[out == 0])) == 1 and len(set(p.topology.node[out == 1])) == 1
+
+
+def test_optimistic_table_is_a_lower_bound_of_the_topology_cost():
+    p = tiny_topology(3, bounds=True)
+    table = optimistic_table(p)
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        wj = rng.integers(-1, p.n_jobs, p.n_workers)
+        pr = price(p, wj)
+        ok = pr.n > 0
+        assert np.all(table[np.arange(p.n_jobs)[ok], pr.n[ok]] <= pr.comm[ok] * (1 + 1e-12))
+
+
+def test_topology_beats_the_flat_placement_in_the_topology_model():
+    ratios = []
+    for seed in range(4):
+        base = gavel_instance(seed, 32, 6, gavel_path())
+        node = np.arange(32) // 4
+        p = Problem(base.throughput, base.type_counts, base.batch, base.iterations, base.grad_bytes, base.bandwidth,
+                    node=node, node_bandwidth=20 * base.bandwidth)
+        topo = hp.place(p, "smp", seed=seed).mean_jct
+        flat = price(p, hp.place(base, "smp", seed=seed).worker_job).total / p.n_jobs
+        ratios.append(topo / flat)
+    assert max(ratios) <= 1.0 + 1e-9 and np.mean(ratios) < 1.0
+
+
+# Placements of main (83ae860) on flat problems: sha1 of worker_job (int64 bytes), first 16 hex digits.
+FLAT = {
+    ("gavel", ()): "e50a353e41cf7a9d",
+    ("gavel", ("weighted",)): "e50a353e41cf7a9d",
+    ("speeds", ()): "dd3f916c9d1400f8",
+    ("speeds", ("weighted",)): "4e8ee3bcd6077251",
+    ("replace", ()): "0819f510ffc73d88",
+    ("replace", ("weighted",)): "0819f510ffc73d88",
+}
+
+
+@pytest.mark.parametrize("backend", [b for b in BACKENDS if b != "python"])
+@pytest.mark.parametrize("name,variant", list(FLAT))
+def test_flat_path_unchanged(name, variant, backend):
+    table = gavel_path()
+    p = {"gavel": lambda: gavel_instance(3, 48, 8, table), "speeds": lambda: speeds_instance(5, 32, 6, table),
+         "replace": lambda: replacement_instance(7, 40, 6, table)}[name]()
+    opts = dict(sampling="weighted", fairness_tol=0.01) if variant else {}
+    pl = hp.place(p, "smp", seed=11, backend=backend, **opts)
+    digest = hashlib.sha1(np.ascontiguousarray(pl.worker_job, dtype=np.int64).tobytes()).hexdigest()[:16]
+    assert digest == FLAT[name, variant]
+    assert "topology" not in pl.info
