@@ -865,8 +865,9 @@ def _tree_best(T: cython.double[::1], offL: cython.Py_ssize_t, offR: cython.Py_s
     return INF, -1, -1
 
 
+# Not inline: the class polish calls it twice (spec True and False, each then without a branch
+# per job cost); inlined, both copies made the tree path's kernel slower (docs/results.md §0.2).
 @cython.cfunc
-@cython.inline
 @cython.nogil
 @cython.exceptval(check=False)
 def _scan_best(rhoC: cython.const[cython.double][:, ::1], work: cython.const[cython.double][::1],
@@ -1122,13 +1123,9 @@ def polish_classes_kernel(rhoC: cython.const[cython.double][:, ::1], work: cytho
                 _set_leaves(rhoC, work, comm, spec, cnt, idle, X, n, K, replacing, pen, curC, diff, T, P, b)
             if steps >= max_steps:
                 break
-            # the same step again: its two halves, now (spec a constant in each copy, as in the scan)
-            if spec:
-                d = (_leaf(rhoC, work, comm, True, cnt, idle, X, n, K, replacing, pen, curC, diff, bc, be, 1, a)
-                     + _leaf(rhoC, work, comm, True, cnt, idle, X, n, K, replacing, pen, curC, diff, bc, be, 0, b))
-            else:
-                d = (_leaf(rhoC, work, comm, False, cnt, idle, X, n, K, replacing, pen, curC, diff, bc, be, 1, a)
-                     + _leaf(rhoC, work, comm, False, cnt, idle, X, n, K, replacing, pen, curC, diff, bc, be, 0, b))
+            # the same step again: its two halves, now
+            d = (_leaf(rhoC, work, comm, spec, cnt, idle, X, n, K, replacing, pen, curC, diff, bc, be, 1, a)
+                 + _leaf(rhoC, work, comm, spec, cnt, idle, X, n, K, replacing, pen, curC, diff, bc, be, 0, b))
         if fresh:
             break  # the best step does not lower the total enough: a local optimum
     return steps
