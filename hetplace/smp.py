@@ -111,7 +111,7 @@ def centre_sizes(problem, iterations=60):
     return np.maximum(y.sum(axis=1), 1.0)
 
 
-def fit_sizes(cats, max_workers, min_workers=None, n_workers=None):
+def fit_sizes(cats, max_workers, min_workers=None, n_workers=None, backend="auto"):
     """Categories made feasible for per-job size bounds.
 
     A job never takes more workers than ``max_workers`` (its batch's samples
@@ -140,12 +140,17 @@ def fit_sizes(cats, max_workers, min_workers=None, n_workers=None):
     n_workers : int, optional
         Workers of the cluster (K); a row may use ``n_workers - row.sum()``
         idle workers in step 2.  Default: no idle workers.
+    backend : str, optional
+        The kernels of step 1 (``_core._market.fit_max``; every backend the same rows).
 
     Returns
     -------
     ndarray of int64, shape (N, S)
     """
-    out = _fit_max(cats, max_workers)
+    from ._core._registry import resolve
+
+    out = resolve(check_choice("backend", backend, BACKENDS))[1].fit_max(
+        np.asarray(cats, dtype=np.int64), np.ascontiguousarray(max_workers, dtype=np.int64))
     if min_workers is None:
         return out
     under = (out < min_workers).any(axis=1)
@@ -181,39 +186,6 @@ def _bounded_centre(problem):
     if problem.bounded:
         centre = np.clip(centre, problem.min_workers, problem.max_workers)
     return centre
-
-
-def _fit_max(cats, max_workers):
-    """Step 1 of :func:`fit_sizes`: clip to ``max_workers``, hand the clipped workers to jobs with room."""
-    cats = np.asarray(cats, dtype=np.int64)
-    over = (cats > max_workers).any(axis=1)
-    if not over.any():
-        return cats
-    out = cats.copy()
-    n = np.minimum(cats[over], max_workers)  # only the rows that need it, all at once
-    surplus = cats[over].sum(axis=1) - n.sum(axis=1)
-    idx = np.arange(n.shape[1])
-    while True:
-        room = max_workers - n
-        live = (surplus > 0) & room.any(axis=1)
-        if not live.any():
-            break
-        weight = np.where(room > 0, n, 0).astype(np.float64)
-        empty = weight.sum(axis=1) == 0
-        weight[empty] = (room[empty] > 0)
-        wsum = weight.sum(axis=1)
-        ideal = np.where(live, surplus, 0)[:, None] * weight / np.where(wsum > 0, wsum, 1.0)[:, None]
-        add = np.minimum(np.floor(ideal).astype(np.int64), room)
-        rest = np.where(live, surplus, 0) - add.sum(axis=1)
-        # the rest, one each, to the largest remainders (ties to the lower job), within room
-        order = np.lexsort((np.broadcast_to(idx, n.shape), -(ideal - np.floor(ideal))), axis=-1)
-        can = np.take_along_axis(room - add, order, axis=1) > 0
-        give = can & (np.cumsum(can, axis=1) <= rest[:, None])
-        np.put_along_axis(add, order, np.take_along_axis(add, order, axis=1) + give, axis=1)
-        n += add
-        surplus -= add.sum(axis=1)
-    out[over] = n
-    return out
 
 
 def _cython_available(warn=True):
@@ -720,7 +692,7 @@ def smp_place(problem, seed=None, **options):
         backend=opts["backend"],
     )
     cats = np.ascontiguousarray(
-        fit_sizes(cats, problem.max_workers, problem.min_workers, problem.n_available), dtype=np.int64
+        fit_sizes(cats, problem.max_workers, problem.min_workers, problem.n_available, opts["backend"]), dtype=np.int64
     )
     extra = _keep_candidates(problem, opts, seed) if problem.replacing else None
     t1 = time.perf_counter()

@@ -3,7 +3,7 @@
 cimport numpy as cnp
 import numpy as np
 
-from hetplace._core._polish cimport job_cost
+from hetplace._core._polish cimport comm_is_spec, job_cost
 
 cnp.import_array()
 
@@ -41,6 +41,7 @@ def brute_force(const double[:, ::1] rho, const double[::1] work,
     cdef double[::1] X = np.zeros(S)
     cdef double total, jct, best = np.inf
     cdef bint ok
+    cdef bint spec = comm_is_spec(size_cost)
     cdef long long polls = 0
     with nogil:
         while True:
@@ -74,7 +75,7 @@ def brute_force(const double[:, ::1] rho, const double[::1] work,
                     if cnt[i] == 0:
                         ok = False
                         break
-                    jct = job_cost(work, size_cost, i, X[i], cnt[i])
+                    jct = job_cost(work, size_cost, spec, i, X[i], cnt[i])
                     if changed[i] and restart_cost[i] != 0.0:
                         jct += restart_cost[i]
                     total += jct

@@ -9,7 +9,9 @@ from ._source import load
 import numpy as np
 
 #: The one job-cost function of the compiled core, as Numba compiles it (``_polish.job_cost``).
-job_cost = load("_polish", "numba").job_cost
+_POLISH = load("_polish", "numba")
+job_cost = _POLISH.job_cost
+comm_is_spec = _POLISH.comm_is_spec
 
 __all__ = ["type_dp", "POLL_STATES"]
 
@@ -74,6 +76,7 @@ def type_dp(rho, work, size_cost, radix, penalty, keep, stop):
     ``y`` in index order, so results are deterministic.
     """
     S, G = rho.shape
+    spec = comm_is_spec(size_cost)
     n_states = 1
     for g in range(G):
         n_states *= radix[g]
@@ -110,7 +113,7 @@ def type_dp(rho, work, size_cost, radix, penalty, keep, stop):
                     X += e[g] * rho[i, g]
                     n += e[g]
             if ok and n > 0:
-                cost[y] = job_cost(work, size_cost, i, X, n)
+                cost[y] = job_cost(work, size_cost, spec, i, X, n)
                 if penalty[i] != 0.0 and y != keep[i]:
                     cost[y] += penalty[i]
             else:

@@ -47,7 +47,8 @@ import os
 
 import cython
 import numpy as np
-from cython.cimports.hetplace._core._polish import class_totals, expand_counts, job_cost
+from cython.cimports.libc.math import floor
+from cython.cimports.hetplace._core._polish import class_totals, comm_is_spec, expand_counts, job_cost
 from cython.parallel import prange
 
 from hetplace._core._chunks import batches
@@ -56,7 +57,7 @@ __all__ = [
     "COMPILED", "FORM_PRICE", "FORM_ORDINAL", "auction_workspace_size", "gale_shapley_workspace_size",
     "market_workspace_size", "class_market_workspace_size", "auction_kernel", "job_order_kernel",
     "relative_rank_kernel", "ordinal_preferences", "market_category_kernel", "class_market_kernel",
-    "run_samples", "run_samples_classes",
+    "run_samples", "run_samples_classes", "fit_max",
 ]
 
 #: True in the extension built by ``cythonize``; False when this source runs under Numba or as Python.
@@ -68,6 +69,8 @@ FORM_ORDINAL = 1
 _PRICE = cython.declare(cython.int, 0)
 INF = cython.declare(cython.double, float("inf"))
 NAN = cython.declare(cython.double, float("nan"))
+#: :func:`_sort_desc` sorts at most this many entries by insertion.
+_INSERTION_MAX = cython.declare(cython.Py_ssize_t, 16)
 
 
 def auction_workspace_size(S, K):
@@ -100,12 +103,15 @@ def class_market_workspace_size(S, C, K):
 @cython.cfunc
 @cython.nogil
 @cython.exceptval(check=False)
-def _sort_desc(keys: cython.const[cython.double][::1], idx: cython.longlong[::1], n: cython.Py_ssize_t,
-               tmp: cython.longlong[::1]) -> cython.void:
-    """Sort ``idx[0:n]`` by ``keys[idx]`` descending, ties by index ascending.
+def _sort_desc(keys: cython.const[cython.double][::1], o_keys: cython.Py_ssize_t, buf: cython.longlong[::1],
+               o_idx: cython.Py_ssize_t, o_tmp: cython.Py_ssize_t, n: cython.Py_ssize_t) -> cython.void:
+    """Sort ``buf[o_idx:o_idx + n]`` by ``keys[o_keys + entry]`` descending, ties by entry ascending.
 
-    Bottom-up merge sort; ``tmp`` is scratch of length >= n.  The order is a
-    total order, so any correct sort returns the same permutation.
+    Bottom-up merge sort (insertion sort up to :data:`_INSERTION_MAX` entries),
+    each pass from one part of ``buf`` to the other (``buf[o_tmp:o_tmp + n]``:
+    scratch that must not overlap).  Parts are offsets into one work array
+    (a slice of a memoryview costs Cython two atomic reference counts).  The
+    order is a total order, so any correct sort returns the same permutation.
     """
     width: cython.Py_ssize_t = 1
     start: cython.Py_ssize_t
@@ -115,12 +121,27 @@ def _sort_desc(keys: cython.const[cython.double][::1], idx: cython.longlong[::1]
     b: cython.Py_ssize_t
     o: cython.Py_ssize_t
     t: cython.Py_ssize_t
+    src: cython.Py_ssize_t = o_idx  # the pass reads buf[src:] and writes buf[dst:]
+    dst: cython.Py_ssize_t = o_tmp
     ia: cython.longlong
     ib: cython.longlong
-    v: cython.longlong
     ka: cython.double
     kb: cython.double
-    in_idx: cython.bint = True  # current data lives in idx (True) or tmp (False)
+    if n <= _INSERTION_MAX:  # short runs (the auction's classes): fewer steps
+        for a in range(1, n):
+            ia = buf[o_idx + a]
+            ka = keys[o_keys + ia]
+            b = a
+            while b > 0:
+                ib = buf[o_idx + b - 1]
+                kb = keys[o_keys + ib]
+                if ka > kb or (ka == kb and ia < ib):
+                    buf[o_idx + b] = ib
+                    b -= 1
+                else:
+                    break
+            buf[o_idx + b] = ia
+        return
     while width < n:
         start = 0
         while start < n:
@@ -134,60 +155,48 @@ def _sort_desc(keys: cython.const[cython.double][::1], idx: cython.longlong[::1]
             b = mid
             o = start
             while a < mid and b < hi:
-                if in_idx:
-                    ia = idx[a]
-                    ib = idx[b]
-                else:
-                    ia = tmp[a]
-                    ib = tmp[b]
-                ka = keys[ia]
-                kb = keys[ib]
+                ia = buf[src + a]
+                ib = buf[src + b]
+                ka = keys[o_keys + ia]
+                kb = keys[o_keys + ib]
                 if ka > kb or (ka == kb and ia < ib):
-                    v = ia
+                    buf[dst + o] = ia
                     a += 1
                 else:
-                    v = ib
+                    buf[dst + o] = ib
                     b += 1
-                if in_idx:
-                    tmp[o] = v
-                else:
-                    idx[o] = v
                 o += 1
             while a < mid:
-                if in_idx:
-                    tmp[o] = idx[a]
-                else:
-                    idx[o] = tmp[a]
+                buf[dst + o] = buf[src + a]
                 a += 1
                 o += 1
             while b < hi:
-                if in_idx:
-                    tmp[o] = idx[b]
-                else:
-                    idx[o] = tmp[b]
+                buf[dst + o] = buf[src + b]
                 b += 1
                 o += 1
             start = hi
-        in_idx = not in_idx
+        t = src
+        src = dst
+        dst = t
         width *= 2
-    if not in_idx:
+    if src != o_idx:
         for t in range(n):
-            idx[t] = tmp[t]
+            buf[o_idx + t] = buf[src + t]
 
 
 @cython.cfunc
 @cython.inline
 @cython.nogil
 @cython.exceptval(check=False)
-def _cell_find(cell_cls: cython.longlong[::1], cellpos: cython.longlong[::1], cls_first: cython.longlong[::1],
-               off: cython.longlong[::1], ncell: cython.longlong[::1], m: cython.Py_ssize_t,
-               c: cython.longlong) -> cython.Py_ssize_t:
-    """Position (within job m's cells) of class c's cell, or -1."""
+def _cell_find(iws: cython.longlong[::1], o_cell_cls: cython.Py_ssize_t, o_cellpos: cython.Py_ssize_t,
+               o_cls_first: cython.Py_ssize_t, o_off: cython.Py_ssize_t, o_ncell: cython.Py_ssize_t,
+               m: cython.Py_ssize_t, c: cython.longlong) -> cython.Py_ssize_t:
+    """Position (within job m's cells) of class c's cell, or -1 (the arrays: :func:`_auction`'s parts of ``iws``)."""
     t: cython.Py_ssize_t
-    if cls_first[c + 1] - cls_first[c] == 1:
-        return cellpos[c]
-    for t in range(ncell[m]):
-        if cell_cls[off[m] + t] == c:
+    if iws[o_cls_first + c + 1] - iws[o_cls_first + c] == 1:
+        return iws[o_cellpos + c]
+    for t in range(iws[o_ncell + m]):
+        if iws[o_cell_cls + iws[o_off + m] + t] == c:
             return t
     return -1
 
@@ -278,25 +287,27 @@ def _auction(vals_t: cython.const[cython.double][::1], scale: cython.const[cytho
     S: cython.Py_ssize_t = caps.shape[0]
     J: cython.Py_ssize_t = S + 1
     bb: cython.Py_ssize_t = 7 * J + J * J
-    d: cython.double[::1] = fws[0:J]
-    q: cython.double[::1] = fws[J:2 * J]
-    cmin: cython.double[::1] = fws[2 * J:2 * J + J * J]
-    regret: cython.double[::1] = fws[2 * J + J * J:2 * J + J * J + K]
-    cap: cython.longlong[::1] = iws[0:J]
-    off: cython.longlong[::1] = iws[J:2 * J]
-    cnt: cython.longlong[::1] = iws[2 * J:3 * J]
-    ncell: cython.longlong[::1] = iws[3 * J:4 * J]
-    settled: cython.longlong[::1] = iws[4 * J:5 * J]
-    pj: cython.longlong[::1] = iws[5 * J:6 * J]
-    pw: cython.longlong[::1] = iws[6 * J:7 * J]
-    carg: cython.longlong[::1] = iws[7 * J:bb]
-    cell_cls: cython.longlong[::1] = iws[bb:bb + K]
-    cell_cnt: cython.longlong[::1] = iws[bb + K:bb + 2 * K]
-    cls_first: cython.longlong[::1] = iws[bb + 2 * K:bb + 3 * K + 1]
-    supply: cython.longlong[::1] = iws[bb + 3 * K + 1:bb + 4 * K + 1]
-    cellpos: cython.longlong[::1] = iws[bb + 4 * K + 1:bb + 5 * K + 1]
-    order: cython.longlong[::1] = iws[bb + 5 * K + 1:bb + 6 * K + 1]
-    tmp: cython.longlong[::1] = iws[bb + 6 * K + 1:bb + 7 * K + 1]
+    # the parts of the work arrays, as offsets (a slice of a memoryview costs Cython two atomic
+    # reference counts per call, and the auction runs every market round: docs/results.md §0.2)
+    o_d: cython.Py_ssize_t = 0  # d: fws[0:J]
+    o_q: cython.Py_ssize_t = J  # q: fws[J:2 * J]
+    o_cmin: cython.Py_ssize_t = 2 * J  # cmin: fws[2 * J:2 * J + J * J]
+    o_regret: cython.Py_ssize_t = 2 * J + J * J  # regret: fws[2 * J + J * J:2 * J + J * J + K]
+    o_cap: cython.Py_ssize_t = 0  # cap: iws[0:J]
+    o_off: cython.Py_ssize_t = J  # off: iws[J:2 * J]
+    o_cnt: cython.Py_ssize_t = 2 * J  # cnt: iws[2 * J:3 * J]
+    o_ncell: cython.Py_ssize_t = 3 * J  # ncell: iws[3 * J:4 * J]
+    o_settled: cython.Py_ssize_t = 4 * J  # settled: iws[4 * J:5 * J]
+    o_pj: cython.Py_ssize_t = 5 * J  # pj: iws[5 * J:6 * J]
+    o_pw: cython.Py_ssize_t = 6 * J  # pw: iws[6 * J:7 * J]
+    o_carg: cython.Py_ssize_t = 7 * J  # carg: iws[7 * J:bb]
+    o_cell_cls: cython.Py_ssize_t = bb  # cell_cls: iws[bb:bb + K]
+    o_cell_cnt: cython.Py_ssize_t = bb + K  # cell_cnt: iws[bb + K:bb + 2 * K]
+    o_cls_first: cython.Py_ssize_t = bb + 2 * K  # cls_first: iws[bb + 2 * K:bb + 3 * K + 1]
+    o_supply: cython.Py_ssize_t = bb + 3 * K + 1  # supply: iws[bb + 3 * K + 1:bb + 4 * K + 1]
+    o_cellpos: cython.Py_ssize_t = bb + 4 * K + 1  # cellpos: iws[bb + 4 * K + 1:bb + 5 * K + 1]
+    o_order: cython.Py_ssize_t = bb + 5 * K + 1  # order: iws[bb + 5 * K + 1:bb + 6 * K + 1]
+    o_tmp: cython.Py_ssize_t = bb + 6 * K + 1  # tmp: iws[bb + 6 * K + 1:bb + 7 * K + 1]
     i: cython.Py_ssize_t
     j: cython.Py_ssize_t
     k: cython.Py_ssize_t
@@ -348,18 +359,18 @@ def _auction(vals_t: cython.const[cython.double][::1], scale: cython.const[cytho
 
     tot = 0
     for i in range(S):
-        cap[i] = caps[i]
-        off[i] = tot
+        iws[o_cap + i] = caps[i]
+        iws[o_off + i] = tot
         tot += caps[i]
-    cap[S] = K - tot
-    off[S] = tot
+    iws[o_cap + S] = K - tot
+    iws[o_off + S] = tot
     for j in range(J):
-        cnt[j] = 0
-        ncell[j] = 0
-        q[j] = 0.0
+        iws[o_cnt + j] = 0
+        iws[o_ncell + j] = 0
+        fws[o_q + j] = 0.0
         for l in range(J):
-            cmin[j * J + l] = INF
-            carg[j * J + l] = -1
+            fws[o_cmin + j * J + l] = INF
+            iws[o_carg + j * J + l] = -1
 
     # classes: runs of consecutive workers with identical values
     C = 0
@@ -368,7 +379,7 @@ def _auction(vals_t: cython.const[cython.double][::1], scale: cython.const[cytho
         same = k > 0
         if same:
             for j in range(S):
-                if cap[j] == 0:
+                if iws[o_cap + j] == 0:
                     continue
                 x = vals_t[k * S + j]
                 y = vals_t[(k - 1) * S + j]
@@ -378,20 +389,20 @@ def _auction(vals_t: cython.const[cython.double][::1], scale: cython.const[cytho
                     same = False
                     break
         if not same:
-            cls_first[C] = k
+            iws[o_cls_first + C] = k
             C += 1
-    cls_first[C] = K
+    iws[o_cls_first + C] = K
 
     # arrival order: largest regret first (forced classes have regret inf)
     for c in range(C):
-        k = cls_first[c]
-        supply[c] = cls_first[c + 1] - k
-        cellpos[c] = -1
-        order[c] = c
+        k = iws[o_cls_first + c]
+        iws[o_supply + c] = iws[o_cls_first + c + 1] - k
+        iws[o_cellpos + c] = -1
+        iws[o_order + c] = c
         b1 = -INF
         b2 = -INF
         for j in range(J):
-            if cap[j] == 0:
+            if iws[o_cap + j] == 0:
                 continue
             v = _value(vals_t, scale, lo, S, k, j)
             if v != v:
@@ -402,29 +413,29 @@ def _auction(vals_t: cython.const[cython.double][::1], scale: cython.const[cytho
             elif v > b2:
                 b2 = v
         if b1 == -INF:
-            regret[c] = -INF
+            fws[o_regret + c] = -INF
         elif b2 == -INF:
-            regret[c] = INF
+            fws[o_regret + c] = INF
         else:
-            regret[c] = b1 - b2
-    _sort_desc(regret, order, C, tmp)
+            fws[o_regret + c] = b1 - b2
+    _sort_desc(fws, o_regret, iws, o_order, o_tmp, C)
 
     for t0 in range(C):
-        c0 = order[t0]
-        k0 = cls_first[c0]
-        while supply[c0] > 0:
+        c0 = iws[o_order + t0]
+        k0 = iws[o_cls_first + c0]
+        while iws[o_supply + c0] > 0:
             # net values of the arriving class
             best = -INF
             for j in range(J):
-                settled[j] = 1
-                d[j] = INF
-                if cap[j] == 0:
+                iws[o_settled + j] = 1
+                fws[o_d + j] = INF
+                if iws[o_cap + j] == 0:
                     continue
                 v = _value(vals_t, scale, lo, S, k0, j)
                 if v != v:
                     continue
-                u = v - q[j]
-                settled[j] = 0
+                u = v - fws[o_q + j]
+                iws[o_settled + j] = 0
                 if u > best:
                     best = u
             if best == -INF:
@@ -433,44 +444,44 @@ def _auction(vals_t: cython.const[cython.double][::1], scale: cython.const[cytho
             m = -1
             dm = INF
             for j in range(J):
-                if settled[j] == 0:
-                    u = _value(vals_t, scale, lo, S, k0, j) - q[j]
-                    d[j] = best - u
-                    pj[j] = -1
-                    pw[j] = c0
-                    if d[j] < dm:
-                        dm = d[j]
+                if iws[o_settled + j] == 0:
+                    u = _value(vals_t, scale, lo, S, k0, j) - fws[o_q + j]
+                    fws[o_d + j] = best - u
+                    iws[o_pj + j] = -1
+                    iws[o_pw + j] = c0
+                    if fws[o_d + j] < dm:
+                        dm = fws[o_d + j]
                         m = j
-                if cap[j] > 0:
-                    settled[j] = 0
+                if iws[o_cap + j] > 0:
+                    iws[o_settled + j] = 0
             searches += 1
             # Dijkstra over jobs until the nearest job with a free slot settles;
             # m is the unsettled job of least label (ties: lowest index)
             tgt = -1
             while m >= 0:
-                settled[m] = 1
-                if cnt[m] < cap[m]:
+                iws[o_settled + m] = 1
+                if iws[o_cnt + m] < iws[o_cap + m]:
                     tgt = m
                     break
-                qm = q[m]
+                qm = fws[o_q + m]
                 nm = -1
                 ndm = INF
                 for l in range(J):
-                    if settled[l] != 0:
+                    if iws[o_settled + l] != 0:
                         continue
-                    c = carg[m * J + l]
+                    c = iws[o_carg + m * J + l]
                     if c == -2:
                         # stale pair: its cached key is a lower bound of the
                         # cheapest move; refresh it only if it could improve d[l]
-                        rc = (cmin[m * J + l] - qm) + q[l]
+                        rc = (fws[o_cmin + m * J + l] - qm) + fws[o_q + l]
                         if rc < 0.0:
                             rc = 0.0
-                        if dm + rc < d[l]:
+                        if dm + rc < fws[o_d + l]:
                             bk = INF
                             ba = -1
-                            for t in range(ncell[m]):
-                                cc = cell_cls[off[m] + t]
-                                w = cls_first[cc]
+                            for t in range(iws[o_ncell + m]):
+                                cc = iws[o_cell_cls + iws[o_off + m] + t]
+                                w = iws[o_cls_first + cc]
                                 vl = _value(vals_t, scale, lo, S, w, l)
                                 if vl != vl:
                                     continue
@@ -481,20 +492,20 @@ def _auction(vals_t: cython.const[cython.double][::1], scale: cython.const[cytho
                                 if key < bk:
                                     bk = key
                                     ba = cc
-                            cmin[m * J + l] = bk
-                            carg[m * J + l] = ba
+                            fws[o_cmin + m * J + l] = bk
+                            iws[o_carg + m * J + l] = ba
                             c = ba
                     if c >= 0:
-                        rc = (cmin[m * J + l] - qm) + q[l]
+                        rc = (fws[o_cmin + m * J + l] - qm) + fws[o_q + l]
                         if rc < 0.0:
                             rc = 0.0
                         nd = dm + rc
-                        if nd < d[l]:
-                            d[l] = nd
-                            pj[l] = m
-                            pw[l] = c
-                    if d[l] < ndm:
-                        ndm = d[l]
+                        if nd < fws[o_d + l]:
+                            fws[o_d + l] = nd
+                            iws[o_pj + l] = m
+                            iws[o_pw + l] = c
+                    if fws[o_d + l] < ndm:
+                        ndm = fws[o_d + l]
                         nm = l
                 m = nm
                 dm = ndm
@@ -502,74 +513,74 @@ def _auction(vals_t: cython.const[cython.double][::1], scale: cython.const[cytho
                 status = 1
                 break
             # bottleneck of the chain
-            delta = supply[c0]
-            n = cap[tgt] - cnt[tgt]
+            delta = iws[o_supply + c0]
+            n = iws[o_cap + tgt] - iws[o_cnt + tgt]
             if n < delta:
                 delta = n
             l = tgt
-            while pj[l] >= 0:
-                m = pj[l]
-                c = pw[l]
-                p = _cell_find(cell_cls, cellpos, cls_first, off, ncell, m, c)
-                n = cell_cnt[off[m] + p]
+            while iws[o_pj + l] >= 0:
+                m = iws[o_pj + l]
+                c = iws[o_pw + l]
+                p = _cell_find(iws, o_cell_cls, o_cellpos, o_cls_first, o_off, o_ncell, m, c)
+                n = iws[o_cell_cnt + iws[o_off + m] + p]
                 if n < delta:
                     delta = n
                 l = m
             # prices of the jobs nearer than the free slot rise
-            D = d[tgt]
+            D = fws[o_d + tgt]
             for j in range(J):
-                if cap[j] > 0 and settled[j] != 0 and d[j] < D:
-                    q[j] += D - d[j]
+                if iws[o_cap + j] > 0 and iws[o_settled + j] != 0 and fws[o_d + j] < D:
+                    fws[o_q + j] += D - fws[o_d + j]
             # move delta workers along the chain, from the free slot back
             l = tgt
             while True:
-                c = pw[l]
-                m = pj[l]
+                c = iws[o_pw + l]
+                m = iws[o_pj + l]
                 if m >= 0:
-                    p = _cell_find(cell_cls, cellpos, cls_first, off, ncell, m, c)
-                    cell_cnt[off[m] + p] -= delta
-                    cnt[m] -= delta
-                    if cell_cnt[off[m] + p] == 0:
-                        last = ncell[m] - 1
+                    p = _cell_find(iws, o_cell_cls, o_cellpos, o_cls_first, o_off, o_ncell, m, c)
+                    iws[o_cell_cnt + iws[o_off + m] + p] -= delta
+                    iws[o_cnt + m] -= delta
+                    if iws[o_cell_cnt + iws[o_off + m] + p] == 0:
+                        last = iws[o_ncell + m] - 1
                         if p != last:
-                            lc = cell_cls[off[m] + last]
-                            cell_cls[off[m] + p] = lc
-                            cell_cnt[off[m] + p] = cell_cnt[off[m] + last]
-                            if cls_first[lc + 1] - cls_first[lc] == 1:
-                                cellpos[lc] = p
-                        ncell[m] = last
-                        if cls_first[c + 1] - cls_first[c] == 1:
-                            cellpos[c] = -1
+                            lc = iws[o_cell_cls + iws[o_off + m] + last]
+                            iws[o_cell_cls + iws[o_off + m] + p] = lc
+                            iws[o_cell_cnt + iws[o_off + m] + p] = iws[o_cell_cnt + iws[o_off + m] + last]
+                            if iws[o_cls_first + lc + 1] - iws[o_cls_first + lc] == 1:
+                                iws[o_cellpos + lc] = p
+                        iws[o_ncell + m] = last
+                        if iws[o_cls_first + c + 1] - iws[o_cls_first + c] == 1:
+                            iws[o_cellpos + c] = -1
                         for l2 in range(J):
-                            if carg[m * J + l2] == c:
-                                carg[m * J + l2] = -2
+                            if iws[o_carg + m * J + l2] == c:
+                                iws[o_carg + m * J + l2] = -2
                 else:
-                    supply[c0] -= delta
-                p = _cell_find(cell_cls, cellpos, cls_first, off, ncell, l, c)
+                    iws[o_supply + c0] -= delta
+                p = _cell_find(iws, o_cell_cls, o_cellpos, o_cls_first, o_off, o_ncell, l, c)
                 if p >= 0:
-                    cell_cnt[off[l] + p] += delta
+                    iws[o_cell_cnt + iws[o_off + l] + p] += delta
                 else:
-                    p = ncell[l]
-                    cell_cls[off[l] + p] = c
-                    cell_cnt[off[l] + p] = delta
-                    ncell[l] = p + 1
-                    if cls_first[c + 1] - cls_first[c] == 1:
-                        cellpos[c] = p
-                    w = cls_first[c]
+                    p = iws[o_ncell + l]
+                    iws[o_cell_cls + iws[o_off + l] + p] = c
+                    iws[o_cell_cnt + iws[o_off + l] + p] = delta
+                    iws[o_ncell + l] = p + 1
+                    if iws[o_cls_first + c + 1] - iws[o_cls_first + c] == 1:
+                        iws[o_cellpos + c] = p
+                    w = iws[o_cls_first + c]
                     vw = 0.0
                     if l < S:
                         vw = scale[l] * vals_t[w * S + l]
                     for l2 in range(J):
-                        if l2 == l or cap[l2] == 0:
+                        if l2 == l or iws[o_cap + l2] == 0:
                             continue
                         vl = _value(vals_t, scale, lo, S, w, l2)
                         if vl != vl:
                             continue
                         key = vw - vl
-                        if key < cmin[l * J + l2]:
-                            cmin[l * J + l2] = key
-                            carg[l * J + l2] = c
-                cnt[l] += delta
+                        if key < fws[o_cmin + l * J + l2]:
+                            fws[o_cmin + l * J + l2] = key
+                            iws[o_carg + l * J + l2] = c
+                iws[o_cnt + l] += delta
                 moves += delta
                 if m < 0:
                     break
@@ -577,15 +588,15 @@ def _auction(vals_t: cython.const[cython.double][::1], scale: cython.const[cytho
 
     # hand out the workers of each class to its jobs, lowest job first
     for c in range(C):
-        tmp[c] = cls_first[c]
+        iws[o_tmp + c] = iws[o_cls_first + c]
     for j in range(S):
-        for t in range(ncell[j]):
-            c = cell_cls[off[j] + t]
-            for u_ in range(cell_cnt[off[j] + t]):
-                worker_job[tmp[c]] = j
-                tmp[c] += 1
+        for t in range(iws[o_ncell + j]):
+            c = iws[o_cell_cls + iws[o_off + j] + t]
+            for u_ in range(iws[o_cell_cnt + iws[o_off + j] + t]):
+                worker_job[iws[o_tmp + c]] = j
+                iws[o_tmp + c] += 1
     for j in range(J):
-        job_price[j] = q[j]
+        job_price[j] = fws[o_q + j]
     stats[0] = searches
     stats[1] = moves
     return status
@@ -601,7 +612,7 @@ def _job_order(vals: cython.const[cython.double][:, ::1], lo: cython.double, job
                order_len: cython.longlong[::1], tmp: cython.longlong[::1]) -> cython.void:
     """Preference lists of the jobs: row i of ``job_order`` (S, K) holds job i's acceptable workers
     (``vals[i, k] > lo``), highest value first, ties to the lower index, then -1; ``order_len`` (S,)
-    their number; ``tmp`` (K,) scratch."""
+    their number; ``tmp`` (2 K,) scratch (a list is sorted there, :func:`_sort_desc`)."""
     S: cython.Py_ssize_t = vals.shape[0]
     K: cython.Py_ssize_t = vals.shape[1]
     i: cython.Py_ssize_t
@@ -611,12 +622,14 @@ def _job_order(vals: cython.const[cython.double][:, ::1], lo: cython.double, job
         n = 0
         for k in range(K):
             if vals[i, k] > lo:
-                job_order[i, n] = k
+                tmp[n] = k
                 n += 1
+        _sort_desc(vals[i], 0, tmp, 0, K, n)
+        for k in range(n):
+            job_order[i, k] = tmp[k]
         for k in range(n, K):
             job_order[i, k] = -1
         order_len[i] = n
-        _sort_desc(vals[i], job_order[i], n, tmp)
 
 
 @cython.cfunc
@@ -765,6 +778,7 @@ def _market_category(rho: cython.const[cython.double][:, ::1], work: cython.cons
     (then the total is that of the partial assignment).  The ordinal form's
     preferences do not depend on ``a_i``, so it solves once.
     """
+    spec: cython.bint = comm_is_spec(comm)
     S: cython.Py_ssize_t = rho.shape[0]
     K: cython.Py_ssize_t = rho.shape[1]
     X: cython.double[::1] = fws[0:S]
@@ -819,7 +833,7 @@ def _market_category(rho: cython.const[cython.double][:, ::1], work: cython.cons
             if cnt[i] == 0:
                 total = INF
                 break
-            total += job_cost(work, comm, i, Xt[i], cnt[i])
+            total += job_cost(work, comm, spec, i, Xt[i], cnt[i])
         if r == 0 or total < best:
             best = total
             for k in range(K):
@@ -975,17 +989,14 @@ def _class_market(rhoC: cython.const[cython.double][:, ::1], work: cython.const[
                     cnt_best[i, c] = cnt[i, c]
         if status != 0:
             break
-        if r > 0:
-            same = True
-            for i in range(S):
-                for c in range(C):
-                    if cnt[i, c] != prev[i, c]:
-                        same = False
-            if same:
-                break
+        same = True  # and prev = cnt, in one pass
         for i in range(S):
             for c in range(C):
-                prev[i, c] = cnt[i, c]
+                if cnt[i, c] != prev[i, c]:
+                    same = False
+                    prev[i, c] = cnt[i, c]
+        if r > 0 and same:
+            break
         for i in range(S):
             X[i] = Xt[i]
     stats[0] = rounds
@@ -1044,6 +1055,98 @@ def _run_samples_classes(rhoC: cython.const[cython.double][:, ::1], work: cython
             out_stats[s, 0] = mstats[t, 0]
             out_stats[s, 1] = mstats[t, 1]
             expand_counts(cnt[t, 0], members, cls_start, out_wj[s])
+
+
+# ------------------------------------------------------------------ categories fitted to the size bounds
+
+
+@cython.cfunc
+@cython.nogil
+@cython.exceptval(check=False)
+def _fit_max_row(n: cython.longlong[::1], mx: cython.const[cython.longlong][::1], frac: cython.double[::1],
+                 add: cython.longlong[::1], order: cython.longlong[::1]) -> cython.void:
+    """Step 1 of ``hetplace.smp.fit_sizes`` on one row ``n`` (S,), in place; work arrays ``frac``,
+    ``add`` (S,) and ``order`` (2 S,).
+
+    Sizes above ``mx`` are clipped to it; while clipped workers are left and a
+    job has room, each round gives them to the jobs with room in proportion
+    to their sizes (``ideal = surplus * n_i / sum n``, 1 per job with room when
+    those sizes sum to 0): ``floor(ideal)`` within the room, then one more to
+    the largest fractional parts (ties to the lower job) that still have room.
+    Sizes are whole, so the sums of their float64 copies are exact in any order.
+    """
+    S: cython.Py_ssize_t = n.shape[0]
+    i: cython.Py_ssize_t
+    t: cython.Py_ssize_t
+    surplus: cython.longlong = 0
+    room: cython.longlong
+    rest: cython.longlong
+    given: cython.longlong
+    f: cython.longlong
+    wsum: cython.double
+    w: cython.double
+    ideal: cython.double
+    live: cython.bint
+    ones: cython.bint
+    for i in range(S):
+        if n[i] > mx[i]:
+            surplus += n[i] - mx[i]
+            n[i] = mx[i]
+    while surplus > 0:
+        live = False
+        wsum = 0.0
+        for i in range(S):
+            if mx[i] - n[i] > 0:
+                live = True
+                wsum += n[i]
+        if not live:
+            break
+        ones = wsum == 0.0  # every job with room has size 0: weight 1 each
+        if ones:
+            for i in range(S):
+                if mx[i] - n[i] > 0:
+                    wsum += 1.0
+        given = 0
+        for i in range(S):
+            room = mx[i] - n[i]
+            w = 0.0
+            if room > 0:
+                w = n[i]
+                if ones:
+                    w = 1.0
+            ideal = surplus * w / wsum
+            f = cython.cast(cython.longlong, floor(ideal))
+            if f > room:
+                f = room
+            add[i] = f
+            frac[i] = ideal - floor(ideal)
+            order[i] = i
+            given += f
+        rest = surplus - given
+        _sort_desc(frac, 0, order, 0, S, S)
+        for t in range(S):
+            if rest <= 0:
+                break
+            i = order[t]
+            if mx[i] - n[i] - add[i] > 0:
+                add[i] += 1
+                given += 1
+                rest -= 1
+        for i in range(S):
+            n[i] += add[i]
+        surplus -= given
+
+
+@cython.cfunc
+@cython.nogil
+@cython.exceptval(check=False)
+def _fit_max_rows(out: cython.longlong[:, ::1], rows: cython.const[cython.longlong][::1],
+                  mx: cython.const[cython.longlong][::1], frac: cython.double[::1], add: cython.longlong[::1],
+                  order: cython.longlong[::1]) -> cython.void:
+    """:func:`_fit_max_row` on the rows ``out[rows[j]]``."""
+    j: cython.Py_ssize_t
+    for j in range(rows.shape[0]):
+        _fit_max_row(out[rows[j]], mx, frac, add, order)
 
 
 # ------------------------------------------------------------------ Python entries
@@ -1132,7 +1235,7 @@ def ordinal_preferences(rho):
     job_order = np.empty((S, K), dtype=np.int64)
     order_len = np.empty(S, dtype=np.int64)
     worker_rank = np.empty((S, K))
-    job_order_kernel(rho, 0.0, job_order, order_len, np.empty(K, dtype=np.int64))
+    job_order_kernel(rho, 0.0, job_order, order_len, np.empty(2 * K, dtype=np.int64))
     relative_rank_kernel(rho, worker_rank)
     return job_order, order_len, worker_rank
 
@@ -1179,3 +1282,20 @@ def class_market_kernel(rhoC: cython.const[cython.double][:, ::1], work: cython.
         total = _class_market(rhoC, work, comm, mc, sizes, max_rounds, cnt_best, stats, fws, iws, work2[0],
                               work2[1])
     return total
+
+
+def fit_max(cats, max_workers):
+    """Step 1 of ``hetplace.smp.fit_sizes``: ``cats`` (int64 (N, S)) with every row fitted by :func:`_fit_max_row`.
+
+    Returns ``cats`` itself when no size is above ``max_workers`` (int64 (S,)),
+    else a new array (the caller's is never written).
+    """
+    over = np.flatnonzero((cats > max_workers).any(axis=1))
+    if over.size == 0:
+        return cats
+    out = np.array(cats, dtype=np.int64, order="C")
+    S = out.shape[1]
+    frac = np.empty(S)
+    add, order = np.empty(S, dtype=np.int64), np.empty(2 * S, dtype=np.int64)
+    _fit_max_rows(out, over, max_workers, frac, add, order)
+    return out

@@ -9,5 +9,7 @@ cdef double class_totals(const double[:, ::1] rhoC, const double[::1] work, cons
 cdef void expand_counts(long long[:, ::1] cnt, const long long[::1] members, const long long[::1] cls_start,
                         long long[::1] worker_job) noexcept nogil
 
-cdef double job_cost(const double[::1] work, const double[:, ::1] comm, Py_ssize_t i, double X,
+cdef double job_cost(const double[::1] work, const double[:, ::1] comm, bint spec, Py_ssize_t i, double X,
                      long long n) noexcept nogil
+
+cdef bint comm_is_spec(const double[:, ::1] comm) noexcept nogil

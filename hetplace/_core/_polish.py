@@ -36,7 +36,7 @@ from cython.parallel import prange
 
 
 __all__ = [
-    "COMPILED", "job_cost", "assignment_total", "polish_kernel", "polish", "polish_rows",
+    "COMPILED", "job_cost", "comm_is_spec", "assignment_total", "polish_kernel", "polish", "polish_rows",
     "class_totals", "expand_counts", "counts_of", "polish_classes_kernel", "polish_classes", "polish_rows_classes",
     "restart_loss", "restart_arrays", "class_restart_loss", "class_trees", "TREE_CELLS", "TREE_MIN_JOBS", "expand_counts_keep", "expand_keep", "keep_rows",
 ]
@@ -58,21 +58,22 @@ _GO.flags.writeable = False
 @cython.nogil
 @cython.exceptval(check=False)
 def job_cost(work: cython.const[cython.double][::1], comm: cython.const[cython.double][:, ::1],
-             i: cython.Py_ssize_t, X: cython.double, n: cython.longlong) -> cython.double:
+             spec: cython.bint, i: cython.Py_ssize_t, X: cython.double, n: cython.longlong) -> cython.double:
     """Total time of job ``i`` with aggregate throughput ``X`` on ``n`` workers (docs/model.md §1.2).
 
-    ``comm`` comes in one of two layouts:
+    ``comm`` comes in one of two layouts, which ``spec`` names
+    (:func:`comm_is_spec`; a kernel reads it once, not per call):
 
-    * shape (S, 3), ``[coef, -lo, hi]`` per job (``Problem.size_cost_spec``):
-      communication ``coef * 2 (n-1)/n`` (0 for ``n <= 1``), ``+inf`` for sizes
-      ``0 < n < lo`` or ``n > hi``; O(1) memory per job.  ``lo >= 1`` is stored
-      negated, which is what tells it from a table;
-    * shape (S, K + 1), entries >= 0 or ``+inf``: a table, ``comm[i, n]``
-      (``Problem.size_cost``).
+    * ``spec`` True: shape (S, 3), ``[coef, -lo, hi]`` per job
+      (``Problem.size_cost_spec``): communication ``coef * 2 (n-1)/n`` (0 for
+      ``n <= 1``), ``+inf`` for sizes ``0 < n < lo`` or ``n > hi``; O(1)
+      memory per job;
+    * ``spec`` False: shape (S, K + 1), entries >= 0 or ``+inf``: a table,
+      ``comm[i, n]`` (``Problem.size_cost``).
 
     Both give the same bits for the same problem.
     """
-    if comm[i, 1] < 0.0:
+    if spec:
         if n > comm[i, 2] or (n > 0 and n < -comm[i, 1]):
             return work[i] / X + INF
         if n <= 1:
@@ -82,12 +83,27 @@ def job_cost(work: cython.const[cython.double][::1], comm: cython.const[cython.d
 
 
 @cython.cfunc
+@cython.inline
+@cython.nogil
+@cython.exceptval(check=False)
+def comm_is_spec(comm: cython.const[cython.double][:, ::1]) -> cython.bint:
+    """True when ``comm`` is the (S, 3) spec of :func:`job_cost`, False for a table.
+
+    The spec stores ``-lo <= -1`` in column 1 and a table the communication of
+    one worker (0 or ``+inf``) there, so the first row tells them apart (at K = 2
+    both have 3 columns).  A kernel calls it once and passes the answer down.
+    """
+    return comm.shape[0] > 0 and comm.shape[1] == 3 and comm[0, 1] < 0.0
+
+
+@cython.cfunc
 @cython.nogil
 @cython.exceptval(check=False)
 def assignment_total(rho: cython.const[cython.double][:, ::1], work: cython.const[cython.double][::1],
                      comm: cython.const[cython.double][:, ::1], worker_job: cython.longlong[::1],
                      X: cython.double[::1], n: cython.longlong[::1]) -> cython.double:
     """True total JCT of ``worker_job`` (every job holds a worker), summed in job order; ``X``, ``n``: (S,) work arrays."""
+    spec: cython.bint = comm_is_spec(comm)
     S: cython.Py_ssize_t = rho.shape[0]
     i: cython.Py_ssize_t
     k: cython.Py_ssize_t
@@ -101,7 +117,7 @@ def assignment_total(rho: cython.const[cython.double][:, ::1], work: cython.cons
             X[i] += rho[i, k]
             n[i] += 1
     for i in range(S):
-        total += job_cost(work, comm, i, X[i], n[i])
+        total += job_cost(work, comm, spec, i, X[i], n[i])
     return total
 
 
@@ -237,6 +253,7 @@ def polish_kernel(rho: cython.const[cython.double][:, ::1], work: cython.const[c
                               discards the row); read every step, so a Ctrl-C waits
                               for one step, not one row
     """
+    spec: cython.bint = comm_is_spec(comm)
     S: cython.Py_ssize_t = rho.shape[0]
     K: cython.Py_ssize_t = rho.shape[1]
     G: cython.Py_ssize_t = 0
@@ -269,7 +286,7 @@ def polish_kernel(rho: cython.const[cython.double][:, ::1], work: cython.const[c
             break
         total = 0.0
         for i in range(S):
-            total += job_cost(work, comm, i, X[i], n[i])
+            total += job_cost(work, comm, spec, i, X[i], n[i])
         if replacing:
             total += restart_loss(pen, diff)
         best = -REL_GAIN * total
@@ -289,7 +306,8 @@ def polish_kernel(rho: cython.const[cython.double][:, ::1], work: cython.const[c
             if a >= 0:
                 if n[a] == 1:
                     continue
-                da = job_cost(work, comm, a, X[a] - rho[a, k], n[a] - 1) - job_cost(work, comm, a, X[a], n[a])
+                da = (job_cost(work, comm, spec, a, X[a] - rho[a, k], n[a] - 1)
+                      - job_cost(work, comm, spec, a, X[a], n[a]))
                 if replacing:
                     da += _pen_step(pen[a], diff[a], _own(ck, a))
             for b in range(-1, S):
@@ -299,7 +317,8 @@ def polish_kernel(rho: cython.const[cython.double][:, ::1], work: cython.const[c
                 if b >= 0:
                     if rho[b, k] <= 0.0:
                         continue
-                    d += job_cost(work, comm, b, X[b] + rho[b, k], n[b] + 1) - job_cost(work, comm, b, X[b], n[b])
+                    d += (job_cost(work, comm, spec, b, X[b] + rho[b, k], n[b] + 1)
+                          - job_cost(work, comm, spec, b, X[b], n[b]))
                     if replacing:
                         d += _pen_step(pen[b], diff[b], -_own(ck, b))
                 elif a < 0:
@@ -324,13 +343,15 @@ def polish_kernel(rho: cython.const[cython.double][:, ::1], work: cython.const[c
                 if a >= 0:
                     if rho[a, l] <= 0.0:
                         continue
-                    d += job_cost(work, comm, a, X[a] - rho[a, k] + rho[a, l], n[a]) - job_cost(work, comm, a, X[a], n[a])
+                    d += (job_cost(work, comm, spec, a, X[a] - rho[a, k] + rho[a, l], n[a])
+                          - job_cost(work, comm, spec, a, X[a], n[a]))
                     if replacing:
                         d += _pen_step(pen[a], diff[a], _own(current[k], a) - _own(current[l], a))
                 if b >= 0:
                     if rho[b, k] <= 0.0:
                         continue
-                    d += job_cost(work, comm, b, X[b] - rho[b, l] + rho[b, k], n[b]) - job_cost(work, comm, b, X[b], n[b])
+                    d += (job_cost(work, comm, spec, b, X[b] - rho[b, l] + rho[b, k], n[b])
+                          - job_cost(work, comm, spec, b, X[b], n[b]))
                     if replacing:
                         d += _pen_step(pen[b], diff[b], _own(current[l], b) - _own(current[k], b))
                 if d < best:
@@ -491,6 +512,7 @@ def class_totals(rhoC: cython.const[cython.double][:, ::1], work: cython.const[c
 
     ``X[i] = sum_c cnt[i, c] * rhoC[i, c]`` summed in class order.
     """
+    spec: cython.bint = comm_is_spec(comm)
     S: cython.Py_ssize_t = rhoC.shape[0]
     i: cython.Py_ssize_t
     total: cython.double = 0.0
@@ -499,7 +521,7 @@ def class_totals(rhoC: cython.const[cython.double][:, ::1], work: cython.const[c
     for i in range(S):
         if n[i] == 0:
             return INF
-        total += job_cost(work, comm, i, X[i], n[i])
+        total += job_cost(work, comm, spec, i, X[i], n[i])
     return total
 
 
@@ -692,7 +714,8 @@ def _partner(a: cython.Py_ssize_t, v1: cython.double, j1: cython.Py_ssize_t, v2:
 @cython.nogil
 @cython.exceptval(check=False)
 def _leaf(rhoC: cython.const[cython.double][:, ::1], work: cython.const[cython.double][::1],
-          comm: cython.const[cython.double][:, ::1], cnt: cython.longlong[:, ::1], idle: cython.longlong[::1],
+          comm: cython.const[cython.double][:, ::1], spec: cython.bint, cnt: cython.longlong[:, ::1],
+          idle: cython.longlong[::1],
           X: cython.double[::1], n: cython.longlong[::1], K: cython.longlong, replacing: cython.bint,
           pen: cython.const[cython.double][::1], curC: cython.const[cython.longlong][:, ::1],
           diff: cython.longlong[::1], c: cython.Py_ssize_t, e: cython.Py_ssize_t, side: cython.int,
@@ -718,13 +741,13 @@ def _leaf(rhoC: cython.const[cython.double][:, ::1], work: cython.const[cython.d
             x = rhoC[i, c]
             if x <= 0.0 or n[i] >= K:  # K: every worker already on i
                 return INF
-            v = job_cost(work, comm, i, X[i] + x, n[i] + 1) - job_cost(work, comm, i, X[i], n[i])
+            v = job_cost(work, comm, spec, i, X[i] + x, n[i] + 1) - job_cost(work, comm, spec, i, X[i], n[i])
             if replacing:
                 v += _pen_step(pen[i], diff[i], _gain(cnt, curC, i, c))
         else:
             if cnt[i, c] == 0 or n[i] == 1:
                 return INF
-            v = job_cost(work, comm, i, X[i] - rhoC[i, c], n[i] - 1) - job_cost(work, comm, i, X[i], n[i])
+            v = job_cost(work, comm, spec, i, X[i] - rhoC[i, c], n[i] - 1) - job_cost(work, comm, spec, i, X[i], n[i])
             if replacing:
                 v += _pen_step(pen[i], diff[i], _lose(cnt, curC, i, c))
     elif side == 0:
@@ -733,7 +756,7 @@ def _leaf(rhoC: cython.const[cython.double][:, ::1], work: cython.const[cython.d
         x = rhoC[i, c]
         if x <= 0.0:
             return INF
-        v = job_cost(work, comm, i, X[i] - rhoC[i, e] + x, n[i]) - job_cost(work, comm, i, X[i], n[i])
+        v = job_cost(work, comm, spec, i, X[i] - rhoC[i, e] + x, n[i]) - job_cost(work, comm, spec, i, X[i], n[i])
         if replacing:
             v += _pen_step(pen[i], diff[i], _lose(cnt, curC, i, e) + _gain(cnt, curC, i, c))
     else:
@@ -742,7 +765,7 @@ def _leaf(rhoC: cython.const[cython.double][:, ::1], work: cython.const[cython.d
         x = rhoC[i, e]
         if x <= 0.0:
             return INF
-        v = job_cost(work, comm, i, X[i] - rhoC[i, c] + x, n[i]) - job_cost(work, comm, i, X[i], n[i])
+        v = job_cost(work, comm, spec, i, X[i] - rhoC[i, c] + x, n[i]) - job_cost(work, comm, spec, i, X[i], n[i])
         if replacing:
             v += _pen_step(pen[i], diff[i], _lose(cnt, curC, i, c) + _gain(cnt, curC, i, e))
     if v < INF:
@@ -842,12 +865,14 @@ def _tree_best(T: cython.double[::1], offL: cython.Py_ssize_t, offR: cython.Py_s
     return INF, -1, -1
 
 
+# Not inline: the class polish calls it twice (spec True and False, each then without a branch
+# per job cost); inlined, both copies made the tree path's kernel slower (docs/results.md §0.2).
 @cython.cfunc
-@cython.inline
 @cython.nogil
 @cython.exceptval(check=False)
 def _scan_best(rhoC: cython.const[cython.double][:, ::1], work: cython.const[cython.double][::1],
-               comm: cython.const[cython.double][:, ::1], cnt: cython.longlong[:, ::1], idle: cython.longlong[::1],
+               comm: cython.const[cython.double][:, ::1], spec: cython.bint, cnt: cython.longlong[:, ::1],
+          idle: cython.longlong[::1],
                X: cython.double[::1], n: cython.longlong[::1], K: cython.longlong, replacing: cython.bint,
                pen: cython.const[cython.double][::1], curC: cython.const[cython.longlong][:, ::1],
                diff: cython.longlong[::1], c: cython.Py_ssize_t,
@@ -867,12 +892,12 @@ def _scan_best(rhoC: cython.const[cython.double][:, ::1], work: cython.const[cyt
     ba: cython.Py_ssize_t = -1
     bb: cython.Py_ssize_t = -1
     for b in range(S + 1):
-        v = _leaf(rhoC, work, comm, cnt, idle, X, n, K, replacing, pen, curC, diff, c, e, 0, b)
+        v = _leaf(rhoC, work, comm, spec, cnt, idle, X, n, K, replacing, pen, curC, diff, c, e, 0, b)
         v1, j1, v2, j2 = _push2(v, b, v1, j1, v2, j2)
     if j1 < 0:
         return INF, -1, -1
     for a in range(S + 1):
-        d = _leaf(rhoC, work, comm, cnt, idle, X, n, K, replacing, pen, curC, diff, c, e, 1, a)
+        d = _leaf(rhoC, work, comm, spec, cnt, idle, X, n, K, replacing, pen, curC, diff, c, e, 1, a)
         if not d < INF:
             continue
         v, t = _partner(a, v1, j1, v2, j2)
@@ -908,7 +933,8 @@ def _structure(s: cython.Py_ssize_t, C: cython.Py_ssize_t) -> tuple[cython.Py_ss
 @cython.nogil
 @cython.exceptval(check=False)
 def _set_leaves(rhoC: cython.const[cython.double][:, ::1], work: cython.const[cython.double][::1],
-                comm: cython.const[cython.double][:, ::1], cnt: cython.longlong[:, ::1], idle: cython.longlong[::1],
+                comm: cython.const[cython.double][:, ::1], spec: cython.bint, cnt: cython.longlong[:, ::1],
+          idle: cython.longlong[::1],
                 X: cython.double[::1], n: cython.longlong[::1], K: cython.longlong, replacing: cython.bint,
                 pen: cython.const[cython.double][::1], curC: cython.const[cython.longlong][:, ::1],
                 diff: cython.longlong[::1], T: cython.double[::1], P: cython.Py_ssize_t,
@@ -923,21 +949,21 @@ def _set_leaves(rhoC: cython.const[cython.double][:, ::1], work: cython.const[cy
         c, e = _structure(s, C)
         for side in range(2):
             _tree_set(T, (2 * s + side) * 2 * P, P, i,
-                      _leaf(rhoC, work, comm, cnt, idle, X, n, K, replacing, pen, curC, diff, c, e, side, i))
+                      _leaf(rhoC, work, comm, spec, cnt, idle, X, n, K, replacing, pen, curC, diff, c, e, side, i))
 
 
 @cython.cfunc
 @cython.inline
 @cython.nogil
 @cython.exceptval(check=False)
-def _counts_total(work: cython.const[cython.double][::1], comm: cython.const[cython.double][:, ::1],
+def _counts_total(work: cython.const[cython.double][::1], comm: cython.const[cython.double][:, ::1], spec: cython.bint,
                   X: cython.double[::1], n: cython.longlong[::1], replacing: cython.bint,
                   pen: cython.const[cython.double][::1], diff: cython.longlong[::1]) -> cython.double:
     """The total of the current ``X``, ``n`` (and restart losses), summed in job order."""
     total: cython.double = 0.0
     i: cython.Py_ssize_t
     for i in range(X.shape[0]):
-        total += job_cost(work, comm, i, X[i], n[i])
+        total += job_cost(work, comm, spec, i, X[i], n[i])
     if replacing:
         total += restart_loss(pen, diff)
     return total
@@ -988,6 +1014,7 @@ def polish_classes_kernel(rhoC: cython.const[cython.double][:, ::1], work: cytho
     step: one class-level step moves a single worker.  With trees a step costs
     O(C^2 log S), without O(S C^2).
     """
+    spec: cython.bint = comm_is_spec(comm)
     S: cython.Py_ssize_t = rhoC.shape[0]
     C: cython.Py_ssize_t = rhoC.shape[1]
     K: cython.longlong = 0
@@ -1019,7 +1046,7 @@ def polish_classes_kernel(rhoC: cython.const[cython.double][:, ::1], work: cytho
         for i in range(S):
             u -= cnt[i, c]
         idle[c] = u
-    total0 = _counts_total(work, comm, X, n, replacing, pen, diff)
+    total0 = _counts_total(work, comm, spec, X, n, replacing, pen, diff)
     if not total0 < INF:
         return 0  # an infeasible start: no step lowers an infinite total
     est = total0
@@ -1027,7 +1054,7 @@ def polish_classes_kernel(rhoC: cython.const[cython.double][:, ::1], work: cytho
         for i in range(T.shape[0]):
             T[i] = INF
         for i in range(S + 1):
-            _set_leaves(rhoC, work, comm, cnt, idle, X, n, K, replacing, pen, curC, diff, T, P, i)
+            _set_leaves(rhoC, work, comm, spec, cnt, idle, X, n, K, replacing, pen, curC, diff, T, P, i)
     while steps < max_steps:
         if stop[0] != 0:
             break
@@ -1041,8 +1068,10 @@ def polish_classes_kernel(rhoC: cython.const[cython.double][:, ::1], work: cytho
             c, e = _structure(s, C)
             if P > 0:
                 g, i, t = _tree_best(T, 2 * s * 2 * P, (2 * s + 1) * 2 * P, P)
+            elif spec:  # spec as a constant in each copy of the scan: no branch per job cost
+                g, i, t = _scan_best(rhoC, work, comm, True, cnt, idle, X, n, K, replacing, pen, curC, diff, c, e)
             else:
-                g, i, t = _scan_best(rhoC, work, comm, cnt, idle, X, n, K, replacing, pen, curC, diff, c, e)
+                g, i, t = _scan_best(rhoC, work, comm, False, cnt, idle, X, n, K, replacing, pen, curC, diff, c, e)
             if g < d:
                 d = g
                 a = i
@@ -1060,7 +1089,7 @@ def polish_classes_kernel(rhoC: cython.const[cython.double][:, ::1], work: cytho
             if gap < 0.0:
                 gap = -gap
             if not gap > REL_GAIN * 1e-6 * total0:
-                est = _counts_total(work, comm, X, n, replacing, pen, diff)
+                est = _counts_total(work, comm, spec, X, n, replacing, pen, diff)
                 thr = -REL_GAIN * est
             if not d < thr:
                 break
@@ -1090,13 +1119,13 @@ def polish_classes_kernel(rhoC: cython.const[cython.double][:, ::1], work: cytho
             est += d
             steps += 1
             if P > 0:  # entries of a and b (S: the idle pool, whose entries depend on idle only)
-                _set_leaves(rhoC, work, comm, cnt, idle, X, n, K, replacing, pen, curC, diff, T, P, a)
-                _set_leaves(rhoC, work, comm, cnt, idle, X, n, K, replacing, pen, curC, diff, T, P, b)
+                _set_leaves(rhoC, work, comm, spec, cnt, idle, X, n, K, replacing, pen, curC, diff, T, P, a)
+                _set_leaves(rhoC, work, comm, spec, cnt, idle, X, n, K, replacing, pen, curC, diff, T, P, b)
             if steps >= max_steps:
                 break
             # the same step again: its two halves, now
-            d = (_leaf(rhoC, work, comm, cnt, idle, X, n, K, replacing, pen, curC, diff, bc, be, 1, a)
-                 + _leaf(rhoC, work, comm, cnt, idle, X, n, K, replacing, pen, curC, diff, bc, be, 0, b))
+            d = (_leaf(rhoC, work, comm, spec, cnt, idle, X, n, K, replacing, pen, curC, diff, bc, be, 1, a)
+                 + _leaf(rhoC, work, comm, spec, cnt, idle, X, n, K, replacing, pen, curC, diff, bc, be, 0, b))
         if fresh:
             break  # the best step does not lower the total enough: a local optimum
     return steps

@@ -69,6 +69,7 @@ class Kernels:
     class_market_kernel: Callable
     run_samples: Callable
     run_samples_classes: Callable
+    fit_max: Callable
     # hetplace/_core/_categories.py
     rank_category: Callable
     unrank_category: Callable
@@ -173,6 +174,7 @@ def _record(backend, polish, ordinal, market, categories, topo):
         class_market_kernel=market.class_market_kernel,
         run_samples=market.run_samples,
         run_samples_classes=market.run_samples_classes,
+        fit_max=market.fit_max,
         rank_category=categories.rank_category,
         unrank_category=categories.unrank_category,
         unrank_categories=categories.unrank_categories,
