@@ -40,17 +40,32 @@ import numpy as np
 from ._cost import price, restarted
 from . import _interrupt
 
-__all__ = ["topology_place", "pack", "optimistic_table", "SEARCH_MAX_CELLS", "SEARCH_ROWS", "KICKS", "SLACK",
+__all__ = ["topology_place", "pack", "optimistic_table", "search_budget", "SEARCH_MAX_CELLS", "SEARCH_FULL_K",
+           "SEARCH_ROWS", "KICKS", "SLACK", "GREEDY_MAX_CELLS",
            "LARGE_PACKED"]
 
-#: The exact local search runs when ``K * (K + S)`` (one pass over moves and swaps) is at most this.
-SEARCH_MAX_CELLS = 2**22
+#: The exact local search runs when ``K * (K + S)`` (one pass over moves and swaps) is at most this
+#: (K up to about 350): its cost grows about as K**3 per candidate (1 ms at K = 64, 0.13 s at
+#: K = 256, 12 s at K = 1,024 on one core), so above it the proxies' results are packed only.
+SEARCH_MAX_CELLS = 2**17
 
-#: Packed candidates the exact local search improves (the best by true total, distinct).
-SEARCH_ROWS = 4
+#: Size up to which :data:`SEARCH_ROWS` candidates get :data:`KICKS` kicks each; above it both
+#: shrink (:func:`search_budget`) so that the search costs about what it costs at this size.
+SEARCH_FULL_K = 64
+
+#: Packed candidates the exact local search improves (the best by true total, distinct), up to
+#: :data:`SEARCH_FULL_K` workers.  16 rather than 4: on 85 seeded instances (K = 16-64, S = 2-12)
+#: against the topology MILP's optimum, 4 left two at 4.2 % and 6.9 %, 16 none above 1.3 %.
+SEARCH_ROWS = 16
 
 #: Above :data:`SEARCH_MAX_CELLS`: proxy results packed and priced (the best wins).
 LARGE_PACKED = 2
+
+#: Without the search (above :data:`SEARCH_MAX_CELLS`), the topology-aware greedy placement
+#: (:func:`hetplace.baselines.greedy_placement`) is a candidate too while ``K * S`` is at most this
+#: (about 1 s at K = 8,192, S = 512): packing the proxies' type counts alone placed 1.3-2x worse than it
+#: at K = 512-2,048.
+GREEDY_MAX_CELLS = 2**22
 
 #: Kicks of the iterated local search on each searched candidate (docs/model.md §3.13).
 KICKS = 64
@@ -60,6 +75,20 @@ SLACK = 0.01
 
 #: Steps of one exact descent at most (each lowers the total; a safety cap).
 _MAX_STEPS = 100_000
+
+
+def search_budget(n_workers):
+    """``(rows, kicks)`` of the exact search on ``n_workers`` workers.
+
+    :data:`SEARCH_ROWS` and :data:`KICKS` up to :data:`SEARCH_FULL_K`; above,
+    rows shrink as ``(SEARCH_FULL_K / K)**3`` (at least 1) and kicks as
+    ``SEARCH_FULL_K / K`` (at least 8), so a decision's search stays within a
+    small multiple of its cost at :data:`SEARCH_FULL_K`.
+    """
+    if n_workers <= SEARCH_FULL_K:
+        return SEARCH_ROWS, KICKS
+    f = SEARCH_FULL_K / n_workers
+    return max(1, int(SEARCH_ROWS * f ** 3)), max(8, int(KICKS * f))
 
 
 def optimistic_table(problem):
@@ -170,7 +199,7 @@ def _place(problem, seed, opts, flat):
     dense = S * (K + 1) <= flat.DENSE_COST_CELLS
     search = K * (K + S) <= SEARCH_MAX_CELLS
     halves = [(cats, None)]
-    if not search:  # a large cluster: the pessimistic proxy on half of the samples, its best rows packed
+    if not search and not dense:  # a large cluster: the pessimistic proxy on half of the samples, its best rows packed
         halves = [(np.ascontiguousarray(cats[0::2]), None)]
     elif dense and len(cats) > 1:
         halves = [(np.ascontiguousarray(cats[0::2]), None),
@@ -198,16 +227,25 @@ def _place(problem, seed, opts, flat):
     packed = np.concatenate([pack(problem, ordered, opts["backend"]), ordered])
     packed = np.ascontiguousarray(packed[_distinct(packed)])
     total = _descent(problem, packed, opts, flat, max_steps=0)[0] if search else price(problem, packed).total
+    greedy = not search and K * S <= GREEDY_MAX_CELLS
+    if greedy:  # without the search, packing alone loses to the topology-aware greedy: it competes
+        from .baselines import greedy_placement, keep_greedy_placement
+
+        rows_g = [greedy_placement(problem)] + ([keep_greedy_placement(problem)] if problem.replacing else [])
+        extra_g = np.ascontiguousarray(np.array(rows_g, dtype=np.int64).reshape(-1, K))
+        packed = np.concatenate([packed, extra_g])
+        total = np.concatenate([total, price(problem, extra_g).total])
     t3 = time.perf_counter()
     searched = 0
     if search:
         # 3. the exact descent on the best packed candidates
-        best = np.argsort(total, kind="stable")[:SEARCH_ROWS]
+        n_rows, n_kicks = search_budget(K)
+        best = np.argsort(total, kind="stable")[:n_rows]
         best = best[np.isfinite(total[best])]
         sub = np.ascontiguousarray(packed[best])
         threads = flat.thread_count(opts["backend"], opts["threads"], len(best) * K * K)
         stop = _interrupt.new_stop() if len(best) * K * K >= flat.STOPPABLE_MIN_WORK else None
-        kicks = np.random.default_rng([seed % (1 << 63), 24]).integers(0, 1 << 62, (len(best), KICKS, 3))
+        kicks = np.random.default_rng([seed % (1 << 63), 24]).integers(0, 1 << 62, (len(best), n_kicks, 3))
         if stop is not None:
             total[best] = _interrupt.call(
                 lambda: _descent(problem, sub, opts, flat, threads, stop, kicks=kicks), stop)[0]
@@ -222,7 +260,7 @@ def _place(problem, seed, opts, flat):
         seed=seed, samples=int(cats.shape[0]), feasible_samples=int(len(cand)), chosen_sample=int(chosen),
         category=np.bincount(wj[wj >= 0], minlength=S).tolist(),
         keep_candidates=0 if extra is None else int(len(extra)), candidates=int(len(packed)),
-        searched=int(searched), backend=opts["backend"], sampling=opts["sampling"], matching=opts["matching"],
+        searched=int(searched), greedy_candidate=bool(greedy), backend=opts["backend"], sampling=opts["sampling"], matching=opts["matching"],
         polish=bool(opts["polish"]), topology=True, **modes,
         sample_time=t1 - t0, market_time=t2 - t1, pack_time=t3 - t2, search_time=t4 - t3,
     )

@@ -1,0 +1,45 @@
+"""SMP (defaults) against the topology MILP on seeded topology instances (docs/model.md §3.13).
+
+    PYTHONPATH=. python benchmarks/topology_gap.py FIRST LAST [TIME_LIMIT [smp|milp]]
+
+Seeds FIRST..LAST-1; K drawn from {16, 24, 32, 48, 64}, S from 2-12; the instance generator of
+``bench_topology.py`` ("smp") or of ``bench_milp_topology.py`` ("milp"). One JSON line per instance
+(SMP's gap to the MILP's optimum, or to its best when not proven; its gap to the MILP's bound; the
+flat-model placement's ratio), then the summary over the proven ones.
+"""
+import os
+import sys, time, json
+import numpy as np
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hetplace as hp
+from hetplace.exact import solve_exact
+from bench_topology import topology_problem, flat_twin
+import bench_milp_topology as BM
+
+
+def main():
+    gen = sys.argv[4] if len(sys.argv) > 4 else "smp"
+    make = topology_problem if gen == "smp" else (lambda seed, K, S: BM.topology_instance(seed, K, S))
+
+    lo, hi = int(sys.argv[1]), int(sys.argv[2])
+    limit = float(sys.argv[3]) if len(sys.argv) > 3 else 60
+    rows = []
+    for seed in range(lo, hi):
+        rng = np.random.default_rng([seed, 99])
+        K = int(rng.choice([16, 24, 32, 48, 64])); S = int(rng.integers(2, 13))
+        p = make(seed, K, S)
+        t = time.perf_counter(); pl = hp.place(p, "smp", seed=0); ts = time.perf_counter() - t
+        flat = hp.evaluate(p, hp.place(flat_twin(p), "smp", seed=0).worker_job)
+        t = time.perf_counter(); res = solve_exact(p, method="milp", solver="scip", time_limit=limit); te = time.perf_counter() - t
+        best = min(res.objective, pl.mean_jct) if res.objective is not None else pl.mean_jct
+        gap = pl.mean_jct / best - 1
+        row = dict(seed=seed, K=K, S=S, status=res.status, gap=gap, smp_ms=ts * 1e3, milp_s=te,
+                   bound_gap=pl.mean_jct / res.bound - 1 if res.bound else None, topo_vs_flat=pl.mean_jct / flat.mean_jct)
+        rows.append(row); print(json.dumps(row), flush=True)
+    opt = [r for r in rows if r["status"] == "optimal"]
+    g = np.array([r["gap"] for r in opt])
+    print(f"optimal {len(opt)}/{len(rows)}; gap mean {g.mean()*100:.3f} % worst {g.max()*100:.3f} %; over 1 %: {(g>0.01).sum()}; topo/flat mean {np.mean([r['topo_vs_flat'] for r in rows]):.3f}")
+
+
+if __name__ == "__main__":
+    main()
