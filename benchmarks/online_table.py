@@ -1,6 +1,10 @@
 """Every online policy on Gavel's two continuous traces at a light and a near-saturation rate, as one table.
 
     PYTHONPATH=. nice -n 10 python benchmarks/online_table.py --out online-table --workers 2
+    PYTHONPATH=. nice -n 10 python benchmarks/online_table.py --out online-table --restart sia \
+        --policies smp sia las-aware gavel-mst --setups multi:2.6 --extra-seeds
+
+(``--restart flat30|sia`` charges restarts, first start included; ``--setups`` picks cells.)
 
 runs every policy on trace seed 0, and Gavel's four policies, the Sia-like programme, ``smp`` and
 ``smp-fair`` on seed 1 too (72 simulations: about an hour with 2 workers on the project's busy
@@ -32,18 +36,19 @@ GAVEL = {
     ("multi", 2.6): {"las": 70.54, "las-aware": 36.44, "ftf": 64.38, "ftf-aware": 33.90},
 }
 SETUPS = (("single", 2.0), ("single", 4.8), ("multi", 1.0), ("multi", 2.6))
-POLICIES = ("las", "las-aware", "ftf", "ftf-aware", "fifo", "fifo-aware", "allox", "sia", "smp-rigid", "smp",
-            "smp-fair")
+POLICIES = ("las", "las-aware", "ftf", "ftf-aware", "fifo", "fifo-aware", "allox", "gavel-mst", "sia", "smp-rigid",
+            "smp", "smp-oracle", "smp-fair")
 #: Policies also run on ``--extra-seeds``: those Gavel publishes figures for, and ours.
-EXTRA_POLICIES = ("las", "las-aware", "ftf", "ftf-aware", "sia", "smp", "smp-fair")
+EXTRA_POLICIES = ("las", "las-aware", "ftf", "ftf-aware", "gavel-mst", "sia", "smp", "smp-oracle", "smp-fair")
 CLUSTER = {"v100": 36, "p100": 36, "k80": 36}
 
 
-def _key(trace, policy, rate, seed):
-    return f"{trace}_{policy}_rate{rate:g}_seed{seed}"
+def _key(trace, policy, rate, seed, restart="none"):
+    tag = "" if restart == "none" else f"_restart-{restart}"
+    return f"{trace}_{policy}{tag}_rate{rate:g}_seed{seed}"
 
 
-def run(out, policies, seeds, setups, n_jobs, measure, workers):
+def run(out, policies, seeds, setups, n_jobs, measure, workers, restart="none"):
     import concurrent.futures as cf
 
     from hetplace.bench import make_executor
@@ -53,8 +58,9 @@ def run(out, policies, seeds, setups, n_jobs, measure, workers):
     for pol in policies:  # policy by policy, so a partial run has whole rows
         for trace, rate in setups:
             for p in simulation_payloads([pol], [rate], seeds, n_jobs=n_jobs, cluster=CLUSTER,
-                                         multi_gpu=trace == "multi", measure=measure, job_table="figures"):
-                if not (out / (_key(trace, p["policy"], rate, p["seed"]) + ".json")).exists():
+                                         multi_gpu=trace == "multi", measure=measure, job_table="figures",
+                                         restart=restart):
+                if not (out / (_key(trace, p["policy"], rate, p["seed"], restart) + ".json")).exists():
                     todo.append(p)
     if todo:
         print(f"running {len(todo)} simulation(s) on {workers} worker(s)", file=sys.stderr)
@@ -66,7 +72,7 @@ def run(out, policies, seeds, setups, n_jobs, measure, workers):
                 print(f"done {p['policy']} rate {p['rate']:g} seed {p['seed']}: avg JCT "
                       f"{(r['summary']['avg_jct'] or float('nan')) / 3600:.2f} h", file=sys.stderr, flush=True)
                 trace = "multi" if p["multi_gpu"] else "single"
-                (out / (_key(trace, p["policy"], p["rate"], p["seed"]) + ".json")).write_text(
+                (out / (_key(trace, p["policy"], p["rate"], p["seed"], restart) + ".json")).write_text(
                     json.dumps(r["summary"], indent=1) + "\n", encoding="utf-8")
 
 
@@ -84,17 +90,17 @@ def bounds(setups, seeds, n_jobs, measure):
     return out
 
 
-def _runs(out, trace, pol, rate):
-    """{seed: summary} of the complete cached runs of one (trace, policy, rate)."""
+def _runs(out, trace, pol, rate, restart="none"):
+    """{seed: summary} of the complete cached runs of one (trace, policy, rate, restart model)."""
     runs = {}
-    for f in out.glob(_key(trace, pol, rate, 0)[:-1] + "*.json"):
+    for f in out.glob(_key(trace, pol, rate, 0, restart)[:-1] + "*.json"):
         r = json.loads(f.read_text())
         if r["avg_jct"] is not None and r["status"] == "complete":
             runs[int(f.stem.rsplit("seed", 1)[1])] = r
     return runs
 
 
-def table(out, policies, seeds, setups, n_jobs, measure):
+def table(out, policies, seeds, setups, n_jobs, measure, restart="none"):
     """Markdown: per cell the seed-0 run (Gavel's jobs, so beside Gavel's figure), then the mean over every seed run;
     then a second table of worst finish-time fairness and GPU-hours."""
     head = ["policy"] + [f"{t}-GPU {r:g}/h" for t, r in setups]
@@ -105,7 +111,7 @@ def table(out, policies, seeds, setups, n_jobs, measure):
     for pol in policies:
         cells, costs = [f"`{pol}`"], [f"`{pol}`"]
         for trace, rate in setups:
-            runs = _runs(out, trace, pol, rate)
+            runs = _runs(out, trace, pol, rate, restart)
             found.update(runs)
             if 0 not in runs:
                 cells.append("-")
@@ -118,6 +124,8 @@ def table(out, policies, seeds, setups, n_jobs, measure):
             if g is not None:
                 cell += f"; Gavel {g:.2f}"
             c = f"FTF {r0['ftf_worst']:.2f}, {r0['gpu_hours']:,.0f} GPU-h"
+            if r0.get("restart_gpu_hours"):
+                c += f" ({r0['restart_gpu_hours']:,.0f} lost to restarts)"
             if len(runs) > 1:
                 mean = lambda k: np.mean([r[k] for r in runs.values()])  # noqa: E731
                 cell += f"; seeds {min(runs)}-{max(runs)}: {mean('avg_jct') / 3600:.2f}"
@@ -151,17 +159,22 @@ def main(argv=None):
     ap.add_argument("--jobs", type=int, default=6000)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--table-only", action="store_true", help="write the table from the cached runs, run nothing")
+    ap.add_argument("--restart", default="none", choices=("none", "flat30", "sia"),
+                    help="restart model of the runs (none: Gavel's free restarts; flat30, sia: first start charged)")
+    ap.add_argument("--setups", nargs="+", default=[f"{t}:{r:g}" for t, r in SETUPS],
+                    help="TRACE:RATE cells to run, e.g. multi:2.6 single:4.8 (default: all four)")
     a = ap.parse_args(argv)
+    setups = tuple((t, float(r)) for t, r in (x.split(":") for x in a.setups))
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     measure = (4000, 5000) if a.jobs == 6000 else (a.jobs * 2 // 3, a.jobs * 5 // 6)
     if not a.table_only:
         extra = [p for p in a.policies if p in EXTRA_POLICIES]
-        run(out, a.policies, a.seeds, SETUPS, a.jobs, measure, a.workers)
+        run(out, a.policies, a.seeds, setups, a.jobs, measure, a.workers, a.restart)
         if a.extra_seeds and extra:
-            run(out, extra, a.extra_seeds, SETUPS, a.jobs, measure, a.workers)
-    md = table(out, a.policies, a.seeds, SETUPS, a.jobs, measure)
-    (out / "table.md").write_text(md, encoding="utf-8")
+            run(out, extra, a.extra_seeds, setups, a.jobs, measure, a.workers, a.restart)
+    md = table(out, a.policies, a.seeds, setups, a.jobs, measure, a.restart)
+    (out / ("table.md" if a.restart == "none" else f"table-restart-{a.restart}.md")).write_text(md, encoding="utf-8")
     print(md)
 
 

@@ -164,8 +164,9 @@ def _build_parser():
     sim.add_argument("--job-table", default="current", choices=JOB_TABLES,
                      help="order of Gavel's job table the trace draws from: its repository's today (default) or the "
                           "one its published figures were made with")
-    sim.add_argument("--restart", default="none", metavar="none|SECONDS|FILE.json",
-                     help="restart cost: none (default), seconds for every job, or a JSON {model or family: s}")
+    sim.add_argument("--restart", default="none", metavar="none|flat30|sia|SECONDS|FILE.json",
+                     help="restart cost: none (default), flat30 or sia (first start charged too, docs/online.md §2), "
+                          "seconds for every job, or a JSON {model or family: s}")
     sim.add_argument("--seed", nargs="+", type=int, default=[0], metavar="SEED", help="trace seeds (default 0)")
     sim.add_argument("--measure", type=_window, default=None, metavar="FIRST:LAST",
                      help="report jobs FIRST..LAST-1 only and stop when they are done (e.g. 4000:5000)")
@@ -400,8 +401,8 @@ def _bench(args, out, argv):
 def _restart_arg(text):
     from .errors import InvalidOptionError
 
-    if text.strip().lower() == "none":
-        return "none"
+    if text.strip().lower() in ("none", "flat30", "sia"):
+        return text.strip().lower()
     try:
         return float(text)
     except ValueError:
@@ -409,7 +410,8 @@ def _restart_arg(text):
     path = Path(text)
     if not path.is_file():
         raise InvalidOptionError(
-            f"--restart {text!r} is neither 'none', a number of seconds nor a JSON file; pass one of those."
+            f"--restart {text!r} is neither 'none', 'flat30', 'sia', a number of seconds nor a JSON file; pass one "
+            "of those."
         )
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))

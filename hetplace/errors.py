@@ -14,6 +14,7 @@ __all__ = [
     "SolverError",
     "MissingDependencyError",
     "BackendUnavailableError",
+    "HiddenInformationError",
 ]
 
 
@@ -53,6 +54,15 @@ class BackendUnavailableError(InvalidOptionError, MissingDependencyError):
     ...): both an invalid option for this install and a missing compiled
     dependency, so ``except InvalidOptionError`` and ``except
     MissingDependencyError`` both catch it.  The message says how to build them.
+    """
+
+
+class HiddenInformationError(HetplaceError, AttributeError):
+    """A policy read what a scheduler cannot know (a job's true length) without being declared an oracle.
+
+    The online simulator hands a policy whose class does not set ``oracle = True`` job
+    views without ``total_steps`` / ``duration`` (docs/online.md §3.1); reading them raises
+    this error.  An ``AttributeError``, so ``hasattr(job, "total_steps")`` is False there.
     """
 
 

@@ -493,3 +493,55 @@ def test_lower_bound_by_hand_and_its_window():
     assert list(lower_bound(trace, CLUSTER, measure=(2, 5)).job_ids) == [2, 3, 4]
     with pytest.raises(InvalidOptionError, match="rigid"):
         lower_bound(trace, CLUSTER, rigid=1)
+
+
+# ------------------------------------------------------------------ restart models and the decision cap
+def test_named_restart_models_charge_the_first_start_and_report_the_gpu_time_lost():
+    from hetplace.data import load_gavel
+    from hetplace.online import ProgressModel
+    from hetplace.online.progress import SIA_RESTART_S
+
+    table = load_gavel()
+    pm = ProgressModel(table, "sia")
+    assert pm.first_start and not ProgressModel(table, 30.0).first_start
+    assert pm.restart_time("ResNet-50 (batch size 64)") == 250.0 == SIA_RESTART_S["ResNet-50"]
+    assert ProgressModel(table, "flat30").restart_time("A3C") == 30.0
+    trace = gavel_trace(8, 4.0, seed=3)
+    free = simulate(trace, CLUSTER, "fifo", progress=False)
+    flat = simulate(trace, CLUSTER, "fifo", restart="flat30", progress=False)
+    # FIFO never moves a job: no restarts, but each job pays one first start of 30 s on its GPUs
+    assert free.restart_gpu_hours == 0.0 and flat.restarts_per_job == 0.0
+    expect = sum(30.0 * j.scale_factor for j in trace) / 3600.0
+    assert flat.restart_gpu_hours == pytest.approx(expect)
+    assert np.all(flat.jobs["jct"] >= free.jobs["jct"] + 30.0 - 1e-6)
+    old = simulate(trace, CLUSTER, "fifo", restart=30.0, progress=False)  # a number: restarts only, as before
+    assert np.array_equal(old.jobs["finish"], free.jobs["finish"])
+    assert flat.summary()["restart"] == "flat30" and "restart_gpu_hours" in flat.summary()
+
+
+def test_a_slow_decision_is_reported_not_silently_waited_for():
+    import time as _time
+
+    from hetplace.errors import HetplaceWarning
+
+    class Slow:
+        name = "slow"
+
+        def decide(self, state):
+            _time.sleep(0.02)
+            return {s.job.job_id: {"v100": 1} for s in state.jobs[:8]}
+
+    trace = gavel_trace(3, 4.0, seed=0)
+    with pytest.warns(HetplaceWarning, match="over the decision_limit"):
+        res = simulate(trace, CLUSTER, Slow(), progress=False, decision_limit=0.01)
+    assert res.slow_decisions == res.rounds["time"].size > 0
+    assert res.summary()["slow_decisions"] == res.slow_decisions and res.decision_time_max >= 0.02
+    assert simulate(trace, CLUSTER, Slow(), progress=False).slow_decisions == 0  # default limit: 10 s
+
+
+def test_cli_restart_takes_the_named_models():
+    from hetplace.cli import _restart_arg
+
+    assert _restart_arg("sia") == "sia" and _restart_arg("FLAT30") == "flat30" and _restart_arg("none") == "none"
+    with pytest.raises(InvalidOptionError, match="'flat30', 'sia'"):
+        _restart_arg("pollux")

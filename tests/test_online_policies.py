@@ -49,6 +49,9 @@ class Progress:
         (g, n), = allocation.items()
         return TABLE.steps_per_second(model, g, n, consolidated=True)
 
+    def restart_time(self, model):
+        return 0.0  # free restarts (the simulator's "none")
+
 
 PROGRESS = Progress()
 
@@ -140,7 +143,8 @@ def test_policy_with_no_jobs_and_with_a_job_too_big_for_the_cluster(name):
 
 
 def test_registry_names_match_the_policies():
-    assert set(PEER_POLICIES) == {"fifo", "fifo-aware", "las", "las-aware", "ftf", "ftf-aware", "allox", "sia"}
+    assert set(PEER_POLICIES) == {"fifo", "fifo-aware", "las", "las-aware", "ftf", "ftf-aware", "allox", "sia",
+                                  "gavel-mst"}
     for name, cls in PEER_POLICIES.items():
         assert cls().name == name
 
@@ -152,7 +156,7 @@ def test_registry_names_match_the_policies():
     ("fifo", {"type_order": "fastest"}, "type_order"),
     ("fifo", {"seed": -1}, "seed"),
     ("allox", {"multi_gpu": "split"}, "multi_gpu"),
-    ("sia", {"p": 0.5}, "p must be"),
+    ("sia", {"p": float("nan")}, "p must be"),
     ("sia", {"lambda_n": 0}, "lambda_n"),
     ("sia", {"rigid": 1}, "rigid"),
     ("sia", {"time_limit": float("nan")}, "time_limit"),
@@ -452,12 +456,61 @@ def test_sia_solution_is_the_brute_force_optimum(seed):
     assert got == best
 
 
+def _sia_rounds(policy, state, rounds):
+    """Decisions of ``policy`` fed back as the jobs' allocations, round after round (no job finishes)."""
+    out = []
+    for _ in range(rounds):
+        alloc = policy.decide(state)
+        out.append(alloc)
+        jobs = tuple(replace(js, allocation=alloc.get(js.job.job_id, {}),
+                             restarts=js.restarts + (alloc.get(js.job.job_id, {}) != js.allocation and
+                                                     bool(js.allocation)))
+                     for js in state.jobs)
+        state = replace(state, time=state.time + 60, jobs=jobs)
+    return out
+
+
 def test_sia_keeps_a_running_job_where_it_is_when_nothing_changes():
     state = random_state(30, n_jobs=3, cluster={"v100": 8, "p100": 8}, multi=True)
-    policy = SiaPolicy()
-    first = policy.decide(state)
-    held = tuple(replace(js, allocation=first.get(js.job.job_id, {}), restarts=1) for js in state.jobs)
-    assert policy.decide(replace(state, time=state.time + 60, jobs=held)) == first
+    out = _sia_rounds(SiaPolicy(restart_penalty=30.0), state, 8)
+    assert out[-1] == out[-2] == out[-3]
+
+
+def test_sia_starts_a_job_on_one_gpu_and_at_most_doubles_it_per_round():
+    state = random_state(32, n_jobs=2, cluster={"v100": 8, "p100": 8}, multi=True)
+    out = _sia_rounds(SiaPolicy(), state, 6)
+    largest = {}
+    for alloc in out:
+        for jid, a in alloc.items():
+            (g, n), = a.items()
+            assert n <= max(1, 2 * largest.get((jid, g), 0))
+            largest[jid, g] = max(largest.get((jid, g), 0), n)
+    assert all(n == 1 for a in out[0].values() for n in a.values())
+    assert max(largest.values()) > 1  # the cap lets jobs grow
+
+
+def test_sia_restart_factor_follows_the_restart_model_and_its_cap_is_3000():
+    state = random_state(33, n_jobs=1, cluster={"v100": 8}, multi=True)
+    js = replace(state.jobs[0], allocation={"v100": 1}, restarts=50)
+    state = replace(state, jobs=(js,))
+    free, charged = SiaPolicy(), SiaPolicy(restart_penalty=30.0)
+    free.decide(state), charged.decide(state)  # they learn that the job ran on 1 V100
+    free = free._weights(state, js, ["v100"])  # "none": factor 1, every measured count is worth it
+    charged = charged._weights(state, js, ["v100"])  # 50 restarts: factor 0, moves cost
+    assert {n for _, n, _ in free} == {1, 2}  # growth cap: one GPU held, so at most 2
+    assert [n for _, n, _ in charged] == [1]  # g = 0 for a move: A = 3000, never worth it
+    assert SiaPolicy._CLIP == 3000.0
+
+
+def test_sia_normalises_rigid_jobs_to_their_gpu_count_on_the_slowest_type():
+    job = Job(0, MULTI_MODELS[0], 0.0, 1e5, 4)
+    state = State(10.0, 360.0, {"v100": 8, "k80": 8}, (JState(job),))
+    w = {t: w for t, _, w in SiaPolicy(rigid=True, p=1.0, lambda_n=0.5)._weights(state, state.jobs[0],
+                                                                              ["v100", "k80"])}
+    r = {g: PROGRESS.steps_per_second(job.model, {g: 4}) for g in ("v100", "k80")}
+    slow = min(r.values())
+    assert w[1 if r["k80"] == slow else 0] == pytest.approx(4.0 - 0.5)  # slowest type worth s_j = 4, p = 1
+    assert max(w.values()) == pytest.approx(round(4.0 * max(r.values()) / slow, 2) - 0.5)
 
 
 def test_sia_rigid_keeps_the_trace_scale_factor():
@@ -475,3 +528,57 @@ def test_allox_starts_the_job_that_runs_first_in_the_optimal_order():
     # two GPUs of one type, three jobs: the two shortest start, the longest waits
     starts, _ = _allox_match(np.array([[3.0], [1.0], [2.0]]), np.array([2]))
     assert sorted(starts) == [(1, 0), (2, 0)]
+
+
+# ------------------------------------------------------------------ Gavel's max-sum-throughput
+def _mst_brute_force(R, scale, cap, step):
+    """Best ``sum R * X`` over a grid of shares (multiples of ``step``) meeting Gavel's constraints.
+
+    A job never gets a share of a type with fewer GPUs than it needs (Gavel could not place it there).
+    """
+    J, T = R.shape
+    grid = np.arange(0.0, 1.0 + 1e-9, step)
+    best = -np.inf
+    for flat in itertools.product(grid, repeat=J * T):
+        X = np.array(flat).reshape(J, T)
+        if np.any(X[scale[:, None] > cap[None, :]] > 0):
+            continue
+        if np.all(X.sum(axis=1) <= 1 + 1e-9) and np.all(scale @ X <= cap + 1e-9):
+            best = max(best, float((R * X).sum()))
+    return best
+
+
+def test_gavel_mst_on_a_hand_case():
+    from hetplace.online.policies_peers import max_sum_throughput_shares
+
+    # one V100 and one K80; A is 3x faster on the V100, B only 1.33x: A on the V100, B on the K80 (4.5)
+    R = np.array([[3.0, 1.0], [2.0, 1.5]])
+    X = max_sum_throughput_shares(R, np.array([1.0, 1.0]), np.array([1.0, 1.0]))
+    assert np.allclose(X, [[1, 0], [0, 1]]) and (R * X).sum() == pytest.approx(4.5)
+    assert (R * X).sum() == pytest.approx(_mst_brute_force(R, np.array([1.0, 1.0]), np.array([1.0, 1.0]), 0.25))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_gavel_mst_matches_brute_force_on_small_cases(seed):
+    from hetplace.online.policies_peers import max_sum_throughput_shares
+
+    rng = np.random.default_rng(seed)
+    R = rng.integers(1, 6, size=(3, 2)).astype(float)
+    R[rng.integers(3), rng.integers(2)] = 0.0  # a job that cannot run on a type
+    scale = rng.choice([1.0, 2.0], size=3)
+    cap = np.array([2.0, 1.0])
+    X = max_sum_throughput_shares(R, scale, cap)
+    assert np.all(X >= -1e-9) and np.all(X.sum(axis=1) <= 1 + 1e-9) and np.all(scale @ X <= cap + 1e-9)
+    assert np.all(X[R == 0] == 0)
+    # on these integer data every vertex has shares in multiples of 1/2, so a 1/4 grid holds an optimum
+    assert (R * X).sum() == pytest.approx(_mst_brute_force(R, scale, cap, 0.25))
+
+
+def test_gavel_mst_runs_the_shares_through_gavels_rounds():
+    state = random_state(40, n_jobs=6, cluster={"v100": 2, "k80": 4})
+    policy = PEER_POLICIES["gavel-mst"]()
+    counts = run_rounds(policy, state, 40)
+    shares = policy.shares()
+    for jid, c in counts.items():
+        for g, x in shares[jid].items():
+            assert abs(c.get(g, 0) / 40 - x) < 0.15  # the round mechanism follows the shares

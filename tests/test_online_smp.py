@@ -1,4 +1,8 @@
-"""The "smp" online policy's marginal sizing, its priority and fairness settings, against slow references."""
+"""The "smp" online policy's marginal sizing, its priority and fairness settings, against slow references.
+
+The references read the true remaining steps, so the policy under test is "smp-oracle" (the same rules
+as "smp" with true lengths instead of estimated ones); tests/test_online_parity.py checks that "smp"
+itself never reads them."""
 
 import math
 
@@ -95,7 +99,7 @@ def test_marginal_sizing_equals_a_slow_reference(priority):
     rng = np.random.default_rng(7)
     for _ in range(60):
         state = _random_state(rng)
-        pol = make_policy("smp", priority=priority)
+        pol = make_policy("smp-oracle", priority=priority)
         assert _sizes(pol, state) == _reference_sizes(state, priority=priority)
 
 
@@ -107,30 +111,30 @@ def test_first_gpus_tie_exactly_so_jobs_enter_in_shortest_remaining_time_order(m
     short = Job(0, model, 0.0, 1e3, 1, math.nan)
     long_ = Job(1, "A3C", 0.0, 1e7, 1, math.nan)
     state = _state([short, long_], {"v100": 1})
-    assert _sizes(make_policy("smp"), state) == {0: 1}
+    assert _sizes(make_policy("smp-oracle"), state) == {0: 1}
 
 
 def test_marginal_sizing_admits_before_it_upgrades_when_jobs_outnumber_gpus():
     # ResNet-50 scales sub-linearly: with priority 0 a second GPU on one job is worth less than a first on another
     jobs = [Job(i, "ResNet-50 (batch size 64)", 0.0, 1e5 * (i + 1), 1, math.nan) for i in range(6)]
-    sizes = _sizes(make_policy("smp"), _state(jobs, {"v100": 4}))
+    sizes = _sizes(make_policy("smp-oracle"), _state(jobs, {"v100": 4}))
     assert sizes == {0: 1, 1: 1, 2: 1, 3: 1}  # the four shortest, one GPU each
 
 
 def test_priority_gives_short_jobs_more_gpus():
     m = "ResNet-18 (batch size 64)"
     jobs = [Job(0, m, 0.0, 1e5, 1, math.nan), Job(1, m, 0.0, 1e8, 1, math.nan)]
-    even = _sizes(make_policy("smp", priority=0.0), _state(jobs, {"v100": 8}))
-    short_first = _sizes(make_policy("smp", priority=1.0), _state(jobs, {"v100": 8}))
+    even = _sizes(make_policy("smp-oracle", priority=0.0), _state(jobs, {"v100": 8}))
+    short_first = _sizes(make_policy("smp-oracle", priority=1.0), _state(jobs, {"v100": 8}))
     assert even == {0: 4, 1: 4}  # identical jobs, identical value per GPU
     assert short_first == {0: 8}
 
 
 def test_marginal_size_is_the_fastest_measured_count_alone():
     lm = Job(0, "LM (batch size 5)", 0.0, 1e7, 1, math.nan)  # 109 / 186 / 127 / 699 steps/s on 1 / 2 / 4 / 8 V100s
-    assert _sizes(make_policy("smp"), _state([lm], {"v100": 8})) == {0: 8}
-    assert _sizes(make_policy("smp"), _state([lm], {"v100": 4})) == {0: 2}
-    assert _sizes(make_policy("smp", max_gpus=1), _state([lm], {"v100": 8})) == {0: 1}
+    assert _sizes(make_policy("smp-oracle"), _state([lm], {"v100": 8})) == {0: 8}
+    assert _sizes(make_policy("smp-oracle"), _state([lm], {"v100": 4})) == {0: 2}
+    assert _sizes(make_policy("smp-oracle", max_gpus=1), _state([lm], {"v100": 8})) == {0: 1}
 
 
 def test_fairness_serves_a_job_behind_its_fair_share_first():
@@ -140,14 +144,14 @@ def test_fairness_serves_a_job_behind_its_fair_share_first():
     old = Job(0, m, 0.0, 1e6, 1, math.nan)  # long, arrived long ago, nothing done yet
     new = Job(1, m, now, 1e4, 1, math.nan)  # short, just arrived
     state = _state([old, new], {"v100": 1}, time=now)
-    assert _sizes(make_policy("smp"), state) == {1: 1}  # shortest remaining time first
-    assert make_policy("smp", fairness=2.0)._late(state, state.jobs) == {0}  # estimated FTF 4
-    assert _sizes(make_policy("smp", fairness=2.0), state) == {0: 1}
+    assert _sizes(make_policy("smp-oracle"), state) == {1: 1}  # shortest remaining time first
+    assert make_policy("smp-oracle", fairness=2.0)._late(state, state.jobs) == {0}  # estimated FTF 4
+    assert _sizes(make_policy("smp-oracle", fairness=2.0), state) == {0: 1}
     assert make_policy("smp-fair")._late(state, state.jobs) == {0}  # its 1.5
     assert _sizes(make_policy("smp-fair"), state) == {0: 1}
     # at 1.0 a job that just arrived has reached it too (its estimate is exactly 1), so both count
-    assert make_policy("smp", fairness=1.0)._late(state, state.jobs) == {0, 1}
-    assert _sizes(make_policy("smp", fairness=5.0), state) == {1: 1}  # not that far behind
+    assert make_policy("smp-oracle", fairness=1.0)._late(state, state.jobs) == {0, 1}
+    assert _sizes(make_policy("smp-oracle", fairness=5.0), state) == {1: 1}  # not that far behind
 
 
 @pytest.mark.parametrize("options, match", [
@@ -157,7 +161,7 @@ def test_fairness_serves_a_job_behind_its_fair_share_first():
 ])
 def test_smp_rejects_bad_priority_and_fairness(options, match):
     with pytest.raises(InvalidOptionError, match=match):
-        make_policy("smp", **options)
+        make_policy("smp-oracle", **options)
 
 
 @pytest.mark.parametrize("name, options", [("smp", {}), pytest.param("smp", {"priority": 1.0}, marks=pytest.mark.slow),
@@ -203,4 +207,4 @@ def test_certify_records_a_valid_bound_per_round_and_changes_no_decision(name):
 @pytest.mark.parametrize("value", ["yes", 1, None])
 def test_certify_must_be_a_bool(value):
     with pytest.raises(InvalidOptionError, match="certify must be True or False"):
-        make_policy("smp", certify=value)
+        make_policy("smp-oracle", certify=value)

@@ -16,7 +16,7 @@ try:
 except ImportError:  # the peers' module is optional in a partial checkout
     PEER_POLICIES = {}
 
-__all__ = ["POLICIES", "policy_names", "make_policy"]
+__all__ = ["POLICIES", "policy_names", "make_policy", "policy_label", "oracle_policy_names"]
 
 #: Policy classes by name (read-only): ours first, then the peers'.  ``POLICIES[name](**options)``
 #: is what :func:`make_policy` builds.
@@ -51,3 +51,18 @@ def make_policy(name, **options):
         return POLICIES[key](**options)
     except TypeError as exc:
         raise InvalidOptionError(f"policy {key!r} does not take these options ({exc}); options: {options!r}.") from None
+
+
+def policy_label(name):
+    """What a policy's table row says it is (its class's ``label``; the name when it has none).
+
+    Oracle policies (they see job lengths) say so in their label, as do re-implementations
+    that are simpler than the original and hetplace's own hybrids.
+    """
+    cls = POLICIES.get(name)
+    return getattr(cls, "label", None) or name
+
+
+def oracle_policy_names():
+    """Names of the policies declared oracles (``oracle = True``: they see the jobs' true lengths)."""
+    return tuple(n for n, cls in POLICIES.items() if getattr(cls, "oracle", False) is True)

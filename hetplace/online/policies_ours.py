@@ -6,6 +6,12 @@
 ``restart_time`` = the restart model), job sizes free within bounds and GPU
 types mixed; ``"smp-rigid"`` keeps the trace's GPU counts and lets SMP choose
 the types and the GPUs.
+
+None of them sees a job's true length (docs/online.md §3.1): where the policy needs
+remaining work (admission order, value weights, the Problem's iterations) it uses
+:class:`RemainingEstimate`, learnt from the jobs that have finished.  ``"smp-oracle"``
+is ``"smp"`` given the true remaining steps, with shortest-remaining-time admission:
+what ``"smp"`` was before policies were made non-oracle by default, kept for comparison.
 """
 
 import heapq
@@ -17,10 +23,11 @@ from .._cost import ring_fraction
 from .._validation import check_choice, check_positive_int, check_seed, is_real_scalar
 from ..errors import InvalidOptionError
 
-__all__ = ["SMPPolicy", "SMPFairPolicy", "SMPRigidPolicy", "OUR_POLICIES", "ADMISSION", "SIZING", "CERTIFY_TIME_LIMIT"]
+__all__ = ["SMPPolicy", "SMPOraclePolicy", "SMPFairPolicy", "SMPRigidPolicy", "RemainingEstimate", "OUR_POLICIES",
+           "ADMISSION", "SIZING", "CERTIFY_TIME_LIMIT"]
 
 #: Admission orders when more jobs are waiting than a Problem can hold.
-ADMISSION = ("las", "srpt", "fifo")
+ADMISSION = ("las", "srpt", "fifo", "las-log")
 #: How "smp" sizes jobs each round: measured counts by marginal gain (default), each job's fastest
 #: measured count in admission order, or any size in a range.
 SIZING = ("marginal", "measured", "range")
@@ -32,6 +39,69 @@ _LATE_BOOST = 1e6
 CERTIFY_TIME_LIMIT = 1.0
 
 
+class RemainingEstimate:
+    """A running job's remaining steps from what a scheduler knows: its steps done and the finished jobs.
+
+    Lengths are counted in *work seconds*: a job's steps over the fastest rate the progress
+    model allows it on its scale factor (``progress.bound(model, scale_factor)``), so jobs of
+    different models compare.  A job with ``a`` work seconds done is expected to need
+    ``E[L - a | L > a]`` more, ``L`` over the lengths of the finished jobs of its model (when at
+    least ``min_samples`` of them are longer than ``a``), else of every finished job (when one
+    is), else ``max(a, round_s)`` (before any job finished: it has run ``a``, expect as much
+    again, at least a round).  It reads only ``done_steps``, the job's model and scale factor
+    and ``state.finished``, so it is the same for two traces that differ only in the lengths of
+    unfinished jobs.
+
+    Parameters
+    ----------
+    min_samples : int
+        Finished jobs of the same model, longer than the job's work so far, needed to use
+        that model's lengths rather than every model's (default 5).
+    """
+
+    def __init__(self, min_samples=5):
+        self.min_samples = check_positive_int("min_samples", min_samples, allow_none=False)
+        self.reset()
+
+    def reset(self):
+        """Forget the finished jobs seen."""
+        self._lengths = {None: []}  # model (None: every model) -> work seconds of the finished jobs
+        self._arrays = {}  # key -> (sorted lengths, suffix sums), rebuilt after new data
+
+    def observe(self, state):
+        """Add the lengths of the jobs that finished since the last call (``state.finished``)."""
+        for job in state.finished:
+            b = state.progress.bound(job.model, job.scale_factor)
+            if b > 0:
+                L = float(job.total_steps) / b
+                self._lengths.setdefault(job.model, []).append(L)
+                self._lengths[None].append(L)
+                self._arrays.pop(job.model, None)
+                self._arrays.pop(None, None)
+
+    def _sorted(self, key):
+        d = self._arrays.get(key)
+        if d is None:
+            a = np.sort(np.asarray(self._lengths.get(key, ()), dtype=np.float64))
+            d = (a, np.concatenate([np.cumsum(a[::-1])[::-1], [0.0]]))
+            self._arrays[key] = d
+        return d
+
+    def remaining(self, state, s):
+        """Expected remaining steps of job state ``s`` (> 0)."""
+        b = state.progress.bound(s.job.model, s.job.scale_factor)
+        if not b > 0:
+            return max(float(s.done_steps), 1.0)
+        a = float(s.done_steps) / b
+        for key, need in ((s.job.model, self.min_samples), (None, 1)):
+            arr, suffix = self._sorted(key)
+            k = int(np.searchsorted(arr, a, side="right"))
+            n = arr.size - k
+            if n >= need:
+                return max(suffix[k] / n - a, 1e-9) * b
+        return max(a, state.round_s) * b
+
+
 class SMPPolicy:
     """Each round, an SMP re-placement of the active jobs with free job sizes and mixed types.
 
@@ -40,11 +110,16 @@ class SMPPolicy:
     max_gpus : int
         Most GPUs a job may get (default 8, the largest count Gavel measured).
         A model with no multi-GPU figure in the table gets at most 1.
-    admission : {"las", "srpt", "fifo"}
-        The order jobs are considered in: least attained service first,
-        shortest remaining time first (default; the remaining steps over the
-        fastest rate the progress model allows on the job's scale factor), or
-        arrival order; ties by arrival then job id.  With
+    admission : {"las-log", "las", "srpt", "fifo"} or None
+        The order jobs are considered in: ``"las-log"`` (default of ``"smp"``),
+        least attained work in doubling classes (class 0 below one round of
+        work at the job's best rate, then one class per doubling; Tiresias-like,
+        so jobs change order rarely); ``"las"``, least attained service first;
+        ``"srpt"`` (default of ``"smp-oracle"``), shortest remaining time first
+        (the remaining steps over the fastest rate the progress model allows on
+        the job's scale factor; estimated by :class:`RemainingEstimate` unless
+        the policy is an oracle); ``"fifo"``, arrival order; ties by arrival
+        then job id.  None: the class's default.  With
         ``sizing="marginal"`` it breaks ties between moves of equal value;
         with the other sizings (and ``"smp-rigid"``) it is the first-fit order
         of admission when jobs outnumber what the cluster can hold, and the
@@ -78,7 +153,8 @@ class SMPPolicy:
         Exponent ``a`` of the remaining-time weight in the value of
         ``sizing="marginal"`` (default 0, in ``[0, 4]``): job i on an
         allocation of ``X`` steps/s is worth ``X / X_i * t_i**-a``, ``X_i``
-        its best steps/s per GPU and ``t_i`` its remaining steps over ``X_i``.
+        its best steps/s per GPU and ``t_i`` its remaining steps (estimated
+        unless an oracle) over ``X_i``.
         0 values every job's normalised throughput alike (efficiency first,
         ties in admission order); larger values favour short jobs.
     fairness : float or None
@@ -118,9 +194,13 @@ class SMPPolicy:
     """
 
     name = "smp"
+    label = "SMP (ours)"
     rigid = False
+    #: Not an oracle: the simulator hides job lengths; remaining work is estimated (RemainingEstimate).
+    oracle = False
+    _default_admission = "las-log"
 
-    def __init__(self, max_gpus=8, admission="srpt", samples=16, restart_candidates=2, restart_floor=10.0, seed=0,
+    def __init__(self, max_gpus=8, admission=None, samples=16, restart_candidates=2, restart_floor=10.0, seed=0,
                  share_cap=math.inf, min_efficiency=0.0, sizing="marginal", priority=0.0, fairness=None,
                  certify=False):
         if not isinstance(certify, (bool, np.bool_)):
@@ -152,7 +232,8 @@ class SMPPolicy:
             )
         self.min_efficiency = float(min_efficiency)
         self.sizing = check_choice("sizing", sizing, SIZING)
-        self.admission = check_choice("admission", admission, ADMISSION)
+        self.admission = check_choice("admission", self._default_admission if admission is None else admission,
+                                      ADMISSION)
         self.samples = check_positive_int("samples", samples, allow_none=False)
         self.seed = check_seed(seed) or 0
         rc = restart_candidates
@@ -167,12 +248,20 @@ class SMPPolicy:
         self._share = 4096
         self.decision_log = []  # (n_active, n_admitted) per round
         self.bound_log = []  # with certify: (round index, mean JCT, bound, certified gap) per placement
+        self.estimate = RemainingEstimate()
 
     def reset(self, seed=None):
         if seed is not None:
             self.seed = seed
         self.decision_log = []
         self.bound_log = []
+        self.estimate.reset()
+
+    def _left(self, state, s):
+        """Remaining steps of job state ``s`` as the policy sees them: true for an oracle, else estimated."""
+        if self.oracle:
+            return s.remaining_steps
+        return self.estimate.remaining(state, s)
 
     # ------------------------------------------------------------ per-model data
     def _model_data(self, table, types, model):
@@ -200,11 +289,14 @@ class SMPPolicy:
     def _order(self, state, jobs):
         if self.admission == "fifo":
             key = lambda s: (s.job.arrival, s.job.job_id)
+        elif self.admission == "las-log":
+            prog = state.progress
+            key = lambda s: (_service_class(s, prog, state.round_s), s.job.arrival, s.job.job_id)
         elif self.admission == "las":
             key = lambda s: (s.attained_service, s.job.arrival, s.job.job_id)
         else:
             prog = state.progress
-            key = lambda s: (s.remaining_steps / max(prog.bound(s.job.model, s.job.scale_factor), 1e-300),
+            key = lambda s: (self._left(state, s) / max(prog.bound(s.job.model, s.job.scale_factor), 1e-300),
                              s.job.arrival, s.job.job_id)
         return sorted(jobs, key=key)
 
@@ -239,7 +331,9 @@ class SMPPolicy:
             iso = state.progress.isolated_rate(s.job.model, s.job.scale_factor, state.cluster, len(jobs))
             if iso > 0:
                 age = max(state.time - s.job.arrival, 0.0)
-                if (age + s.remaining_steps / iso) >= self.fairness * (s.job.total_steps / iso):
+                left = self._left(state, s)
+                total = s.job.total_steps if self.oracle else s.done_steps + left
+                if (age + left / iso) >= self.fairness * (total / iso):
                     out.add(s.job.job_id)
         return out
 
@@ -286,7 +380,7 @@ class SMPPolicy:
         for s in jobs:
             o, x = self._counts(table, types, s.job.model, limit)
             opts.append(o)
-            t = max(s.remaining_steps, 1e-9) / x if x > 0 else 1.0
+            t = max(self._left(state, s), 1e-9) / x if x > 0 else 1.0
             w = t ** -self.priority if x > 0 else 0.0
             per.append(x if x > 0 else 1.0)
             value.append(w * (_LATE_BOOST if s.job.job_id in late else 1.0))
@@ -333,7 +427,7 @@ class SMPPolicy:
             if level[i] >= 0:
                 c, r = opts[i][level[i]]
                 out.append((s, c))
-                self._weight[s.job.job_id] = value[i] / per[i] * r * r / max(s.remaining_steps, 1e-9)
+                self._weight[s.job.job_id] = value[i] / per[i] * r * r / max(self._left(state, s), 1e-9)
         return out
 
     # ------------------------------------------------------------ measured sizes
@@ -365,6 +459,8 @@ class SMPPolicy:
         from ..bound import lower_bound
         from ..problem import Problem
 
+        if not self.oracle:
+            self.estimate.observe(state)
         types = tuple(g for g in state.cluster if state.cluster[g] > 0)
         self._types = types
         counts = [state.cluster[g] for g in types]
@@ -409,7 +505,7 @@ class SMPPolicy:
                 # the JCTs stay steps / steps-per-second) is scaled to the largest size allowed
                 scale = max(1, -(-int(hi[i]) // int(b)))
                 rho[i], batch[i], grad[i] = r * scale, b * scale, comm * _BANDWIDTH
-            iters[i] = max(s.remaining_steps, 1e-9)
+            iters[i] = max(self._left(state, s), 1e-9)
             rt[i] = max(state.progress.restart_time(s.job.model), self.restart_floor)
             if self._weight is not None:  # the job's JCT and its restart weighted alike
                 iters[i] *= wts[i]
@@ -449,6 +545,7 @@ class SMPRigidPolicy(SMPPolicy):
     """
 
     name = "smp-rigid"
+    label = "SMP, trace sizes (ours)"
     rigid = True
 
     def _share_limit(self, K, n_jobs):
@@ -458,6 +555,15 @@ class SMPRigidPolicy(SMPPolicy):
 
     def _bounds(self, job, cap):
         return job.scale_factor, job.scale_factor
+
+
+def _service_class(s, progress, round_s):
+    """Job state ``s``'s class of attained work: 0 below one round of work at its best rate, then
+    ``k`` for ``[2**(k-1), 2**k)`` rounds (Tiresias-like discretised least attained service:
+    a job changes class when its work doubles, so classes reorder jobs rarely)."""
+    b = progress.bound(s.job.model, s.job.scale_factor)
+    a = s.done_steps / b / round_s if b > 0 else 0.0
+    return 0 if a < 1 else int(math.floor(math.log2(a))) + 1
 
 
 def _tie(gain):
@@ -511,9 +617,27 @@ class SMPFairPolicy(SMPPolicy):
     """
 
     name = "smp-fair"
+    label = "SMP + fairness (ours)"
 
     def __init__(self, fairness=1.5, **options):
         super().__init__(fairness=fairness, **options)
 
 
-OUR_POLICIES = {"smp": SMPPolicy, "smp-fair": SMPFairPolicy, "smp-rigid": SMPRigidPolicy}
+class SMPOraclePolicy(SMPPolicy):
+    """``"smp"`` told every job's true remaining steps (an oracle; for comparison, not a scheduler).
+
+    The same parameters and rules as :class:`SMPPolicy`, with the true remaining steps
+    where ``"smp"`` uses :class:`RemainingEstimate`: the admission order (``"srpt"`` is
+    then true shortest remaining time first), the value weights and the Problem's
+    iterations.  It reproduces ``"smp"`` as it was before policies were made
+    non-oracle by default, bit for bit.
+    """
+
+    name = "smp-oracle"
+    label = "SMP (ours, oracle lengths)"
+    oracle = True
+    _default_admission = "srpt"
+
+
+OUR_POLICIES = {"smp": SMPPolicy, "smp-oracle": SMPOraclePolicy, "smp-fair": SMPFairPolicy,
+                "smp-rigid": SMPRigidPolicy}

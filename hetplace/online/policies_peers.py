@@ -11,6 +11,7 @@ maps a ``ClusterState`` (the simulator's snapshot at a round boundary) to
 - ``"ftf"`` / ``"ftf-aware"``: Gavel's finish-time fairness, same mechanism.
 - ``"allox"``: AlloX's min-cost matching of single-GPU jobs to (GPU, position) slots.
 - ``"sia"``: a Sia-like integer programme choosing one GPU type and a count per job.
+- ``"gavel-mst"``: Gavel's heterogeneity-aware max-sum-throughput, same round mechanism.
 
 Gavel's and AlloX's policies give every job exactly its scale factor of GPUs, all of
 one type; Sia's chooses the count.  Formulations, and where each departs from the
@@ -30,7 +31,8 @@ from . import _lp
 
 __all__ = [
     "PEER_POLICIES", "FifoPolicy", "FifoAwarePolicy", "LasPolicy", "LasAwarePolicy",
-    "FtfPolicy", "FtfAwarePolicy", "AlloxPolicy", "SiaPolicy",
+    "FtfPolicy", "FtfAwarePolicy", "AlloxPolicy", "SiaPolicy", "GavelMaxSumThroughputPolicy",
+    "max_sum_throughput_shares",
 ]
 
 #: GPU counts a job may take in Gavel's traces and the throughput table.
@@ -62,6 +64,10 @@ class _PeerPolicy:
     """Shared plumbing: option names checked, throughputs through the progress model, the type order."""
 
     name = ""
+    #: What the policy's table row says it is.
+    label = ""
+    #: True for a policy whose definition needs the jobs' true lengths (the simulator then hands it them).
+    oracle = False
 
     def __new__(cls, *args, **options):
         if args:
@@ -159,6 +165,7 @@ class FifoPolicy(_PeerPolicy):
     """
 
     name = "fifo"
+    label = "FIFO"
     _aware = False
 
     def __init__(self, type_order="cluster", seed=0):
@@ -224,6 +231,7 @@ class FifoAwarePolicy(FifoPolicy):
     """
 
     name = "fifo-aware"
+    label = "FIFO-aware (simplified)"
     _aware = True
 
 
@@ -418,6 +426,7 @@ class LasPolicy(_GavelRoundPolicy):
     """
 
     name = "las"
+    label = "LAS (Gavel max-min)"
 
     def _solve(self, state, jobs, R, types):
         cap = np.array([state.cluster[g] for g in types], dtype=np.float64)
@@ -452,6 +461,7 @@ class LasAwarePolicy(LasPolicy):
     """
 
     name = "las-aware"
+    label = "LAS-aware (Gavel max-min, het.)"
     _aware = True
 
     def _solve(self, state, jobs, R, types):
@@ -488,6 +498,9 @@ class FtfPolicy(_GavelRoundPolicy):
     """
 
     name = "ftf"
+    label = "FTF (Gavel, oracle lengths)"
+    #: Gavel's finish-time fairness programme takes every job's remaining steps.
+    oracle = True
 
     def __init__(self, min_reset_interval=1920.0, seed=0, tol=1e-3, new_jobs="idle", point="center"):
         self.tol = _check_real("tol", tol, low=0.0, strict=True, high=0.5,
@@ -569,6 +582,7 @@ class FtfAwarePolicy(FtfPolicy):
     """
 
     name = "ftf-aware"
+    label = "FTF-aware (Gavel, het., oracle lengths)"
     _aware = True
 
     def _rates_for_programme(self, state, R, types):
@@ -579,6 +593,70 @@ class FtfAwarePolicy(FtfPolicy):
 
     def _expand(self, shares, cap):
         return shares
+
+
+class GavelMaxSumThroughputPolicy(_GavelRoundPolicy):
+    """Gavel's heterogeneity-aware max-sum-throughput (Gavel's ThroughputSumWithPerf), the Gavel baseline in Sia.
+
+    The programme over time shares ``X[j, t]`` is
+
+        maximise  sum_j sum_t r[j, t] X[j, t]
+        s.t.      X >= 0,  sum_t X[j, t] <= 1,  sum_j s_j X[j, t] <= m_t
+
+    with ``r[j, t]`` job j's steps/s on its ``s_j`` GPUs of type t (the trace's sizes),
+    un-normalised as in Gavel.  It is re-solved when the job set changes (after
+    ``min_reset_interval`` seconds) and carried out by Gavel's round mechanism, fastest
+    type's queue first.  It uses no job length.
+
+    Parameters
+    ----------
+    min_reset_interval, seed, new_jobs
+        As for ``"las"``.
+
+    Notes
+    -----
+    Gavel solves the programme with cvxpy and keeps the point of the optimal face its
+    solver returns; here SciPy's HiGHS returns a vertex (a basic optimal solution).
+    """
+
+    name = "gavel-mst"
+    label = "Gavel max-sum-throughput (het.)"
+    _aware = True
+
+    def __init__(self, min_reset_interval=1920.0, seed=0, new_jobs="idle"):
+        super().__init__(min_reset_interval=min_reset_interval, seed=seed, new_jobs=new_jobs, point="vertex")
+
+    def _solve(self, state, jobs, R, types):
+        cap = np.array([state.cluster[g] for g in types], dtype=np.float64)
+        scale = np.array([js.job.scale_factor for js in jobs], dtype=np.float64)
+        return max_sum_throughput_shares(R, scale, cap)
+
+
+def max_sum_throughput_shares(R, scale, capacity):
+    """Time shares ``X`` (J, T) maximising ``sum R * X`` under Gavel's constraints (module docstring of the policy).
+
+    ``X[j, t] = 0`` where ``R[j, t] <= 0``; solved by SciPy's HiGHS (a vertex of the optimal face).
+    """
+    from scipy.optimize import linprog
+
+    R = np.asarray(R, dtype=np.float64)
+    J, T = R.shape
+    X = np.zeros((J, T))
+    usable = (R > 0) & (np.asarray(scale)[:, None] <= np.asarray(capacity)[None, :])
+    if not usable.any():
+        return X
+    idx = np.flatnonzero(usable.ravel())
+    jj, tt = np.divmod(idx, T)
+    n = idx.size
+    A = np.zeros((J + T, n))
+    A[jj, np.arange(n)] = 1.0  # each job's shares sum to at most 1
+    A[J + tt, np.arange(n)] = np.asarray(scale, dtype=np.float64)[jj]  # GPUs of each type
+    b = np.concatenate([np.ones(J), np.asarray(capacity, dtype=np.float64)])
+    res = linprog(-R.ravel()[idx], A_ub=A, b_ub=b, bounds=(0.0, 1.0), method="highs")
+    if res.status != 0:
+        raise SolverError(f"HiGHS returned status {res.status} ({res.message}) on policy 'gavel-mst'; report this.")
+    X.ravel()[idx] = np.clip(res.x, 0.0, 1.0)
+    return X
 
 
 # ---------------------------------------------------------------------------------- AlloX
@@ -615,10 +693,15 @@ class AlloxPolicy(_PeerPolicy):
     """
 
     name = "allox"
+    label = "AlloX + FIFO (ours, oracle lengths)"
+    #: AlloX's matching costs are the jobs' processing times (remaining steps over rates).
+    oracle = True
 
     def __init__(self, multi_gpu="fifo"):
         super().__init__()
         self.multi_gpu = check_choice("multi_gpu", multi_gpu, ("fifo", "error"))
+        if self.multi_gpu == "error":
+            self.label = "AlloX (oracle lengths)"  # AlloX's own model: single-GPU jobs only
 
     def decide(self, state):
         """Allocation for the coming round: ``{job_id: {gpu_type: scale_factor}}``."""
@@ -719,30 +802,49 @@ class SiaPolicy(_PeerPolicy):
     """A Sia-like integer programme: one GPU type and one GPU count per job, every round.
 
     For each job j and configuration c = (type t, n GPUs), n in {1, 2, 4, 8} with
-    ``n <= m_t`` and a non-zero rate, ``g[j, c]`` is the job's steps/s on c divided by
-    its smallest rate over its configurations (Sia's normalised goodput).  A job that
-    held configuration c' last round has every other configuration's ``g`` scaled by
-    Sia's restart factor ``max(age_j - restarts_j * P, 0) / (age_j + P)`` (``age_j``
-    seconds since arrival, ``P`` = ``restart_penalty``).  The programme
+    ``n <= m_t``, a non-zero rate and ``n`` within Sia's growth cap (below), ``g[j, c]``
+    is Sia's normalised goodput: the job's steps/s on c over its smallest rate over its
+    configurations (so the slowest configuration is worth 1).  With ``rigid=True`` (each
+    job keeps its trace's ``s_j`` GPUs and only the type is chosen) the rates are
+    scaled so that the slowest type is worth ``s_j``, as Sia normalises its rigid jobs.
+    A job that held configuration c' last round has every other configuration's ``g``
+    scaled by Sia's restart factor ``max(age_j - restarts_j * P_j, 0) / (age_j + P_j)``
+    (``age_j`` seconds since arrival; 1 while ``age_j < P_j``, or with ``rigid=True``
+    while its attained service is below ``P_j``), ``P_j`` the restart delay of the job's
+    model under the simulator's restart model (``state.progress.restart_time``: 0 under
+    ``"none"``, so the factor is then 1) unless ``restart_penalty`` fixes one.  With
+    ``A[j, c] = min(round(g[j, c]^p, 2), 3000)`` (Sia rounds to 1e-2 and caps at
+    3000), the programme is Sia's:
 
-        maximise  sum_jc x[j, c] (lambda_n - g[j, c]^p) - lambda_a * sum_jc |x[j, c] - prev[j, c]|
-        s.t.      x binary,  sum_c x[j, c] <= 1,  sum_{j, c on type t} n_c x[j, c] <= m_t
+        p < 0:   minimise  sum_jc A[j, c] x[j, c] + lambda_n * (jobs left without GPUs)
+        p >= 0:  maximise  the same expression
+        s.t.     x binary,  sum_c x[j, c] <= 1,  sum_{j, c on type t} n_c x[j, c] <= m_t
 
-    is Sia's ``p < 0`` objective (minimise ``sum g^p`` plus ``lambda_n`` for every job
-    left out, plus ``lambda_a`` per changed allocation entry) written as a
-    maximisation; it is solved with OR-Tools CP-SAT on coefficients rounded to 1e-3
-    (Sia rounds to 1e-2), one worker, a deterministic time limit.
+    written as the maximisation of ``sum_jc x[j, c] w[j, c]`` with ``w = lambda_n - A``
+    (``p < 0``) or ``w = A - lambda_n`` (``p >= 0``), configurations of ``w <= 0`` left
+    out, plus ``-lambda_a`` per configuration other than the one held (Sia parses a
+    ``lambda_a`` but its programme never uses it: default 0).  Solved with OR-Tools
+    CP-SAT on weights in units of 1e-3, one worker, a deterministic time limit.
+
+    **Growth cap** (Sia's simulator): a job may take at most ``max(1, 2 * n_max)``
+    GPUs of a type, ``n_max`` the largest count it has run on that type so far; so a new
+    job starts on one GPU and at most doubles each round.  Not applied with
+    ``rigid=True``.
 
     Parameters
     ----------
     p : float
-        Sia's fairness exponent, < 0 (default -0.5).
+        Sia's fairness exponent (default -0.5): negative, minimise; zero or
+        positive, maximise (Sia's code's two branches).
     lambda_n : float
         Cost of leaving a job without GPUs (default 1.1, Sia's).
     lambda_a : float
-        Cost per changed allocation entry (default 0.01, Sia's).
-    restart_penalty : float
-        Seconds a restart costs in Sia's restart factor (default 30, Sia's).
+        Cost of a configuration other than the one held (default 0: Sia parses
+        one, 0.01, but does not use it; a positive value adds a change penalty
+        of hetplace's own).
+    restart_penalty : float or None
+        Seconds of restart in Sia's restart factor.  None (default): the
+        simulator's restart delay for the job's model (0 under ``"none"``).
     rigid : bool
         True: each job keeps its trace's scale factor and Sia only picks the type.
     time_limit : float
@@ -755,29 +857,48 @@ class SiaPolicy(_PeerPolicy):
     table measures nothing larger); there is no throughput estimation from profiles
     (the table is known), no separate migration factor (Sia's evaluated setting uses
     1) and no time-share penalty window.  Sia schedules every 60 s; the round length
-    here is the simulator's.
+    here is the simulator's.  Before hetplace 0.x this policy charged
+    ``lambda_a = 0.01`` and a fixed 30 s restart factor, capped ``g^p`` at 200, let a
+    job start on 8 GPUs, normalised rigid rows to 1 and refused ``p >= 0``.
     """
 
     name = "sia"
-    _ZERO_CLIP = 200.0  # Sia caps g**p at 2 / 0.01
+    label = "Sia-like (simplified)"
+    _CLIP = 3000.0  # Sia's cap on g**p (sia_goodput_clip_val)
 
-    def __init__(self, p=-0.5, lambda_n=1.1, lambda_a=0.01, restart_penalty=30.0, rigid=False, time_limit=5.0):
+    def __init__(self, p=-0.5, lambda_n=1.1, lambda_a=0.0, restart_penalty=None, rigid=False, time_limit=5.0):
         super().__init__()
-        if not (is_real_scalar(p) and math.isfinite(float(p)) and float(p) < 0):
-            raise InvalidOptionError(f"p must be a finite negative real number (Sia uses -0.5); got {p!r}.")
+        if not (is_real_scalar(p) and math.isfinite(float(p))):
+            raise InvalidOptionError(
+                f"p must be a finite real number (Sia's fairness exponent: negative minimises, e.g. -0.5; zero or "
+                f"positive maximises); got {p!r}."
+            )
         self.p = float(p)
         self.lambda_n = _check_real("lambda_n", lambda_n, strict=True, fix="Sia uses 1.1.")
-        self.lambda_a = _check_real("lambda_a", lambda_a, fix="Sia uses 0.01.")
-        self.restart_penalty = _check_real("restart_penalty", restart_penalty, fix="Pass seconds, e.g. 30.")
+        self.lambda_a = _check_real("lambda_a", lambda_a, fix="Sia's programme uses none: 0.")
+        self.restart_penalty = None if restart_penalty is None else _check_real(
+            "restart_penalty", restart_penalty, fix="Pass seconds, e.g. 30, or None for the simulator's restart model.")
         self.rigid = _check_bool("rigid", rigid)
         self.time_limit = _check_real("time_limit", time_limit, strict=True, fix="Pass e.g. 5.")
+        self._grown = {}
+
+    def reset(self):
+        super().reset()
+        self._grown = {}  # job_id -> {gpu_type: largest count it ran on}
+
+    def _penalty(self, state, model):
+        if self.restart_penalty is not None:
+            return self.restart_penalty
+        return float(state.progress.restart_time(model))
 
     def _configs(self, state, js, types):
         sizes = (js.job.scale_factor,) if self.rigid else SIZES
+        grown = self._grown.get(js.job.job_id, {})
         out = []
         for t, g in enumerate(types):
+            cap = math.inf if self.rigid else max(1, 2 * grown.get(g, 0))
             for n in sizes:
-                if n <= state.cluster[g]:
+                if n <= state.cluster[g] and n <= cap:
                     r = self._rate(state, js.job.model, g, n)
                     if r > 0:
                         out.append((t, n, r))
@@ -789,17 +910,21 @@ class SiaPolicy(_PeerPolicy):
         if not configs:
             return []
         low = min(r for _, _, r in configs)
+        norm = js.job.scale_factor / low if self.rigid else 1.0 / low
         held = {g: n for g, n in js.allocation.items() if n}
         prev = (types.index(next(iter(held))), held[next(iter(held))]) if len(held) == 1 else None
         age = max(state.time - js.job.arrival, 0.0)
-        den = age + self.restart_penalty
-        factor = max(age - js.restarts * self.restart_penalty, 0.0) / den if den > 0 else 0.0
+        P = self._penalty(state, js.job.model)
+        young = (js.attained_service < P) if self.rigid else (age < P)
+        factor = 1.0 if (young or age + P <= 0) else max(age - js.restarts * P, 0.0) / (age + P)
         out = []
         for t, n, r in configs:
             same = prev == (t, n)
-            g = r / low * (1.0 if (same or not held) else factor)
-            cost = self._ZERO_CLIP if g <= 0 else min(g ** self.p, self._ZERO_CLIP)
-            w = self.lambda_n - cost + (self.lambda_a if same else -self.lambda_a)
+            g = r * norm * (1.0 if (same or not held) else factor)
+            A = self._CLIP if g <= 0 else min(round(g ** self.p, 2), self._CLIP)
+            w = (self.lambda_n - A) if self.p < 0 else (A - self.lambda_n)
+            if held and not same:
+                w -= self.lambda_a
             if w > 0:
                 out.append((t, n, w))
         return out
@@ -810,6 +935,13 @@ class SiaPolicy(_PeerPolicy):
 
         types = list(state.cluster)
         jobs = sorted(state.jobs, key=lambda js: js.job.job_id)
+        ids = {js.job.job_id for js in jobs}
+        self._grown = {k: v for k, v in self._grown.items() if k in ids}
+        for js in jobs:  # the largest count each job has run on, per type (Sia's growth cap)
+            for g, n in js.allocation.items():
+                if n:
+                    d = self._grown.setdefault(js.job.job_id, {})
+                    d[g] = max(d.get(g, 0), int(n))
         model = cp_model.CpModel()
         used = [[] for _ in types]
         choice = []  # (job index, type, n, var)
@@ -866,4 +998,5 @@ PEER_POLICIES = {
     "ftf-aware": FtfAwarePolicy,
     "allox": AlloxPolicy,
     "sia": SiaPolicy,
+    "gavel-mst": GavelMaxSumThroughputPolicy,
 }

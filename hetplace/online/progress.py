@@ -9,10 +9,25 @@ import numpy as np
 from .._validation import is_real_scalar
 from ..errors import InvalidOptionError
 
-__all__ = ["ProgressModel", "RESTART_MODELS"]
+__all__ = ["ProgressModel", "RESTART_MODELS", "SIA_RESTART_S", "FLAT_RESTART_S"]
 
-#: Named restart models; a number of seconds or a per-model dict works too.
-RESTART_MODELS = ("none",)
+#: Named restart models; a number of seconds or a per-model dict works too.  ``"none"``: free
+#: restarts (Gavel's simulation).  ``"flat30"``: :data:`FLAT_RESTART_S` for every model (Pollux's
+#: simulator).  ``"sia"``: :data:`SIA_RESTART_S` by model family.  The two named costly models
+#: charge a job's first start too, as Sia's simulator does; a number or a dict charges restarts only.
+RESTART_MODELS = ("none", "flat30", "sia")
+#: Seconds of the ``"flat30"`` restart model (Pollux's simulator charges 30 s per re-allocation).
+FLAT_RESTART_S = 30.0
+#: Seconds of the ``"sia"`` restart model by family of Gavel's table.  The figures are the
+#: checkpoint-restore delays Sia's simulator charges at every allocation change, first start
+#: included (measured by Sia's authors on their cluster, ``sia-simulator/applications.py`` of
+#: github.com/siasosp23/artifacts: cifar10 50 s, deepspeech2 25 s, bert 120 s, yolov3 80 s,
+#: imagenet 250 s, ncf 15 s, others 30 s).  Which Sia model stands for which family is
+#: hetplace's judgement (docs/online.md §2.1): ResNet-50 (ImageNet) = imagenet, ResNet-18
+#: (CIFAR-10) = cifar10, Recommendation (MovieLens) = ncf, Transformer = bert, LM (an LSTM) =
+#: deepspeech2 (an RNN), CycleGAN (a convolutional image model) = yolov3, A3C = Sia's default.
+SIA_RESTART_S = {"ResNet-50": 250.0, "ResNet-18": 50.0, "Recommendation": 15.0, "Transformer": 120.0, "LM": 25.0,
+                 "CycleGAN": 80.0, "A3C": 30.0}
 
 
 class _Restart:
@@ -45,12 +60,20 @@ class ProgressModel:
     ----------
     table : hetplace.data.GavelTable
         Measured throughputs (consolidated figures on 1, 2, 4, 8 GPUs).
-    restart : "none", float or dict, optional
+    restart : "none", "flat30", "sia", float or dict, optional
         Seconds a job that restarts holds its GPUs without progress:
-        ``"none"`` (0, Gavel's simulation), one number for every job (e.g. 30,
-        Pollux), or a dict keyed by model string or model family
-        (``"ResNet-50"``) with a ``"default"`` entry for the others (Sia's
-        simulator charges 15-250 s by model).
+        ``"none"`` (0, Gavel's simulation), ``"flat30"`` (30 s, Pollux's
+        simulator, first start included), ``"sia"`` (:data:`SIA_RESTART_S`,
+        Sia's per-model delays, first start included), one number for every
+        job, or a dict keyed by model string or model family (``"ResNet-50"``)
+        with a ``"default"`` entry for the others (numbers and dicts charge
+        restarts only, not the first start).
+
+    Attributes
+    ----------
+    first_start : bool
+        Whether a job's first start pays its restart delay too (the named
+        models ``"flat30"`` and ``"sia"``).
 
     Notes
     -----
@@ -88,16 +111,22 @@ class ProgressModel:
         self.counts = tuple(n for n in table.gpu_counts)
         self._restart = self._restart_iv(restart, table)
         self.restart = restart
+        self.first_start = isinstance(restart, str) and restart.lower() in ("flat30", "sia")
         self._single = {}  # (model, type) -> ndarray r_g(n), n = 0..len-1
         self._cache = {}  # (model, sorted allocation items) -> steps/s
 
     @staticmethod
     def _restart_iv(restart, table):
         if isinstance(restart, str):
-            if restart.lower() != "none":
+            name = restart.lower()
+            if name == "flat30":
+                return _Restart(FLAT_RESTART_S)
+            if name == "sia":
+                return _Restart(per_model={m: SIA_RESTART_S.get(table.family(m), 30.0) for m in table.models})
+            if name != "none":
                 raise InvalidOptionError(
-                    f"restart={restart!r} is not valid; pass 'none', a number of seconds (e.g. 30) or a dict "
-                    "{model or family: seconds, 'default': seconds}."
+                    f"restart={restart!r} is not valid; pass 'none', 'flat30', 'sia', a number of seconds (e.g. 30) "
+                    "or a dict {model or family: seconds, 'default': seconds}."
                 )
             return _Restart(0.0)
         if is_real_scalar(restart):

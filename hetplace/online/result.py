@@ -17,12 +17,12 @@ __getattr__ = renamed(__name__, {"SimulationResult": "OnlineResult"})  # the old
 
 #: Columns of :meth:`OnlineResult.job_rows` / the per-job CSV.
 JOB_COLUMNS = ("job_id", "model", "scale_factor", "arrival", "start", "finish", "jct", "gpu_seconds", "restarts",
-               "types", "max_gpus", "total_steps", "done_steps", "ftf", "measured")
+               "types", "max_gpus", "total_steps", "done_steps", "ftf", "measured", "restart_gpu_seconds")
 #: Keys of :meth:`OnlineResult.summary` (times in seconds).
 SUMMARY_KEYS = ("policy", "status", "n_jobs", "n_measured", "n_finished", "avg_jct", "p99_jct", "avg_jct_hours",
                 "makespan", "utilization", "ftf_mean", "ftf_worst", "restarts_per_job", "gpu_hours",
                 "decision_time_median", "decision_time_p95", "rounds", "round_s", "restart", "window", "seed",
-                "cluster", "message")
+                "cluster", "message", "restart_gpu_hours", "decision_time_max", "decision_limit", "slow_decisions")
 
 
 def _stall_message(stalled, rounds, round_s, show=5):
@@ -68,11 +68,22 @@ class OnlineResult:
         Finish-time fairness of the measured jobs: mean and maximum of
         ``rho = JCT / JCT_isolated`` (docs/online.md §4).
     restarts_per_job, gpu_hours : float
-    decision_time_median, decision_time_p95 : float
+        Restarts (first starts not counted) per measured job; GPU-hours the
+        measured jobs held.
+    restart_gpu_hours : float
+        GPU-hours the measured jobs held while paying restart delays (first
+        starts included under the ``"flat30"`` and ``"sia"`` models): the
+        GPU time lost to restarts, part of ``gpu_hours``.
+    decision_time_median, decision_time_p95, decision_time_max : float
         Seconds per call of ``policy.decide``.
+    decision_limit : float
+        The simulation's ``decision_limit`` (seconds).
+    slow_decisions : int
+        Rounds whose decision took longer than ``decision_limit``.
     """
 
-    def __init__(self, runs, cluster, policy, round_s, restart, window, rounds, status, progress, seed, stalled=None):
+    def __init__(self, runs, cluster, policy, round_s, restart, window, rounds, status, progress, seed, stalled=None,
+                 decision_limit=math.inf, slow_decisions=0):
         self.policy, self.cluster, self.round_s, self.window, self.status = policy, dict(cluster), round_s, window, status
         self.stalled = dict(stalled or {})
         self.message = _stall_message(self.stalled, rounds, round_s) if status == "stalled" else ""
@@ -108,6 +119,7 @@ class OnlineResult:
             "done_steps": np.array([r.done for r in runs]),
             "ftf": ftf,
             "measured": measured,
+            "restart_gpu_seconds": np.array([r.restart_seconds for r in runs]),
         }
         fin = measured & np.isfinite(jct)
         j = jct[fin]
@@ -122,9 +134,13 @@ class OnlineResult:
         self.ftf_worst = float(f.max()) if f.size else math.nan
         self.restarts_per_job = float(self.jobs["restarts"][measured].mean())
         self.gpu_hours = float(self.jobs["gpu_seconds"][measured].sum() / 3600.0)
+        self.restart_gpu_hours = float(self.jobs["restart_gpu_seconds"][measured].sum() / 3600.0)
         d = rounds["decision_time"]
         self.decision_time_median = float(np.median(d)) if d.size else math.nan
         self.decision_time_p95 = float(np.percentile(d, 95)) if d.size else math.nan
+        self.decision_time_max = float(d.max()) if d.size else math.nan
+        self.decision_limit = float(decision_limit)
+        self.slow_decisions = int(slow_decisions)
 
     def summary(self):
         """The figures as a JSON-ready dict (:data:`SUMMARY_KEYS`; NaN as None)."""
@@ -137,6 +153,8 @@ class OnlineResult:
             "decision_time_p95": self.decision_time_p95, "rounds": int(self.rounds["time"].size),
             "round_s": self.round_s, "restart": self.restart, "window": list(self.window) if self.window else None,
             "seed": self.seed, "cluster": self.cluster, "message": self.message,
+            "restart_gpu_hours": self.restart_gpu_hours, "decision_time_max": self.decision_time_max,
+            "decision_limit": self.decision_limit, "slow_decisions": self.slow_decisions,
         }
         return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in out.items()}
 

@@ -4,18 +4,19 @@ import inspect
 import math
 import numbers
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .._validation import check_seed, is_real_scalar
-from ..errors import InvalidOptionError
+from ..errors import HetplaceWarning, HiddenInformationError, InvalidOptionError
 from .progress import ProgressModel
 from .trace import Job
 
-__all__ = ["JobState", "ClusterState", "simulate", "parse_cluster", "STALL_ROUNDS", "MIN_ROUND_S", "MAX_SECONDS",
-           "MAX_ROUNDS"]
+__all__ = ["JobState", "ClusterState", "JobView", "is_oracle", "simulate", "parse_cluster", "STALL_ROUNDS",
+           "MIN_ROUND_S", "MAX_SECONDS", "MAX_ROUNDS", "DECISION_LIMIT_S"]
 
 #: Consecutive rounds in which active jobs exist, none arrives and no job advances, after which
 #: :func:`simulate` gives up (``status="stalled"``); a restart model adds the rounds its longest
@@ -29,6 +30,47 @@ MAX_SECONDS = 1e12
 #: Most rounds a simulation may need: a trace whose last job cannot finish within this many rounds,
 #: even alone on its fastest allocation, is refused before the first round.
 MAX_ROUNDS = 10**8
+#: Seconds a policy's decision may take (default of :func:`simulate`'s ``decision_limit``): a round
+#: whose ``decide`` takes longer is counted and reported in the result (``slow_decisions``).
+DECISION_LIMIT_S = 10.0
+
+
+@dataclass(frozen=True)
+class JobView:
+    """A job as a non-oracle policy sees it: what a scheduler knows when the job is submitted.
+
+    ``job_id``, ``model``, ``arrival`` and ``scale_factor`` of the :class:`Job`; its length
+    (``total_steps``, and ``duration``, which is derived from it) is hidden: reading either
+    raises :class:`~hetplace.errors.HiddenInformationError` (docs/online.md §3.1).
+    """
+
+    job_id: int
+    model: str
+    arrival: float
+    scale_factor: int
+
+    def _hidden(self, name):
+        raise HiddenInformationError(
+            f"job {self.job_id}: {name} (the job's true length; remaining_steps too) is hidden from a non-oracle "
+            "policy: a scheduler does not know how long a job will run. Use what it can know (done_steps, "
+            "attained_service, time_run, restarts, the jobs of state.finished), or declare the policy an oracle "
+            "(class attribute oracle = True) and say so in its name and label."
+        )
+
+    @property
+    def total_steps(self):
+        """Hidden: raises :class:`~hetplace.errors.HiddenInformationError`."""
+        self._hidden("total_steps")
+
+    @property
+    def duration(self):
+        """Hidden: raises :class:`~hetplace.errors.HiddenInformationError`."""
+        self._hidden("duration")
+
+
+def is_oracle(policy):
+    """True when ``policy`` is declared to see job lengths (class or instance attribute ``oracle = True``)."""
+    return getattr(policy, "oracle", False) is True
 
 
 @dataclass(frozen=True)
@@ -37,7 +79,9 @@ class JobState:
 
     Attributes
     ----------
-    job : Job
+    job : Job or JobView
+        The :class:`Job` for an oracle policy, a :class:`JobView` (no length)
+        for every other one.
     done_steps : float
         Steps run so far.
     allocation : dict
@@ -69,7 +113,7 @@ class JobState:
 
     @property
     def remaining_steps(self):
-        """``job.total_steps - done_steps``."""
+        """``job.total_steps - done_steps`` (oracle policies only: a :class:`JobView` raises)."""
         return self.job.total_steps - self.done_steps
 
 
@@ -92,6 +136,14 @@ class ClusterState:
     table : hetplace.data.GavelTable
     round_index : int
         0, 1, ... (rounds in which jobs were active).
+    finished : tuple of Job
+        Jobs that finished since the previous decision, with their lengths
+        (a scheduler knows how long a finished job ran; a non-oracle policy
+        may learn from them).
+    oracle : bool
+        Whether ``jobs`` carry their lengths (:class:`Job`) or not
+        (:class:`JobView`): what :func:`simulate` hands the policy, by
+        :func:`is_oracle`.  Default True for a state built by hand.
     """
 
     time: float
@@ -101,6 +153,8 @@ class ClusterState:
     progress: ProgressModel
     table: object
     round_index: int = 0
+    finished: tuple = ()
+    oracle: bool = True
 
 
 def parse_cluster(cluster, table=None):
@@ -243,11 +297,14 @@ def _measure_iv(measure, trace):
 class _Run:
     """Mutable per-job record of the simulator."""
 
-    __slots__ = ("job", "done", "alloc", "gpus", "attained", "time_run", "rounds_on", "restarts", "restart_left",
-                 "start", "finish", "gpu_seconds", "types", "active_n_time", "active_time", "max_gpus")
+    __slots__ = ("job", "view", "done", "alloc", "gpus", "attained", "time_run", "rounds_on", "restarts",
+                 "restart_left", "start", "finish", "gpu_seconds", "types", "active_n_time", "active_time", "max_gpus",
+                 "restart_seconds")
 
     def __init__(self, job):
         self.job = job
+        self.view = JobView(job.job_id, job.model, job.arrival, job.scale_factor)
+        self.restart_seconds = 0.0  # GPU-seconds spent paying restart delays
         self.done = 0.0
         self.alloc = {}
         self.gpus = {}
@@ -264,8 +321,8 @@ class _Run:
         self.active_time = 0.0
         self.max_gpus = 0
 
-    def state(self):
-        return JobState(self.job, self.done, dict(self.alloc), self.attained, self.time_run, dict(self.rounds_on),
+    def state(self, oracle=True):
+        return JobState(self.job if oracle else self.view, self.done, dict(self.alloc), self.attained, self.time_run, dict(self.rounds_on),
                         self.restarts, {g: tuple(v) for g, v in self.gpus.items()}, self.restart_left)
 
 
@@ -382,7 +439,8 @@ def _rounds_iv(jobs, cluster, round_s, model, restart_of):
         )
 
 
-def simulate(trace, cluster, policy, round_s=360, restart="none", table=None, measure=None, seed=0, progress=True):
+def simulate(trace, cluster, policy, round_s=360, restart="none", table=None, measure=None, seed=0, progress=True,
+             decision_limit=DECISION_LIMIT_S):
     """Simulate ``policy`` on ``trace`` on ``cluster``, round by round.
 
     Parameters
@@ -396,13 +454,16 @@ def simulate(trace, cluster, policy, round_s=360, restart="none", table=None, me
         A name of :func:`hetplace.online.make_policy`, or an object with
         ``name`` and ``decide(state) -> {job_id: {gpu_type: n_gpus}}``
         (optionally ``reset()`` or ``reset(seed=...)``, called first).
+        Unless it is declared an oracle (:func:`is_oracle`: ``oracle = True``),
+        its jobs are :class:`JobView` objects without their lengths.
     round_s : float
         Round length in seconds (Gavel: 360), in [:data:`MIN_ROUND_S`, :data:`MAX_SECONDS`]
         = [1, 1e12]; a trace whose last job could not finish within :data:`MAX_ROUNDS`
         rounds even alone on its fastest allocation is refused.
-    restart : "none", float or dict
+    restart : "none", "flat30", "sia", float or dict
         Restart model of :class:`ProgressModel` (its longest restart spans at most
-        :data:`MAX_ROUNDS` rounds).
+        :data:`MAX_ROUNDS` rounds); the named models ``"flat30"`` and ``"sia"``
+        also charge a job's first start.
     table : hetplace.data.GavelTable, optional
         Default: the table shipped with hetplace.
     measure : (int, int), optional
@@ -413,6 +474,12 @@ def simulate(trace, cluster, policy, round_s=360, restart="none", table=None, me
         Passed to ``policy.reset(seed=...)`` when it takes one.
     progress : bool
         Progress bar on stderr (tqdm if installed, else a counter).
+    decision_limit : float
+        Seconds one ``decide`` call may take (default :data:`DECISION_LIMIT_S`
+        = 10).  A Python call cannot be interrupted safely, so a slower
+        decision is still applied, but it is counted in the result
+        (``slow_decisions``, ``decision_time_max``) and a
+        :class:`~hetplace.errors.HetplaceWarning` says so once per run.
 
     Returns
     -------
@@ -454,6 +521,11 @@ def simulate(trace, cluster, policy, round_s=360, restart="none", table=None, me
     seed = check_seed(seed)
     if not isinstance(progress, (bool, np.bool_)):
         raise InvalidOptionError(f"progress must be True or False; got {progress!r}.")
+    if not is_real_scalar(decision_limit) or not float(decision_limit) > 0:
+        raise InvalidOptionError(
+            f"decision_limit must be a number of seconds > 0 (inf: no limit); got {decision_limit!r}."
+        )
+    decision_limit = float(decision_limit)
     model = ProgressModel(table, restart)
     jobs = _trace_iv(trace, table)
     window = _measure_iv(measure, jobs)
@@ -467,6 +539,7 @@ def simulate(trace, cluster, policy, round_s=360, restart="none", table=None, me
             f"{type(policy).__name__}."
         )
     _reset(policy, seed)
+    oracle = is_oracle(policy)
 
     from .._executors import _Progress
 
@@ -486,6 +559,8 @@ def simulate(trace, cluster, policy, round_s=360, restart="none", table=None, me
     status = "complete"
     stalled = {}
     rounds = {"time": [], "busy": [], "active": [], "running": [], "decision_time": []}
+    finished = []  # jobs finished since the last decision, for state.finished
+    slow = 0
     try:
         while to_finish:
             while nxt < len(jobs) and jobs[nxt].arrival <= t:
@@ -498,12 +573,22 @@ def simulate(trace, cluster, policy, round_s=360, restart="none", table=None, me
                 if t < jobs[nxt].arrival:  # rounding of the ceil
                     t += round_s
                 continue
-            state = ClusterState(t, round_s, dict(cluster), tuple(r.state() for r in active.values()), model, table, rnd)
+            state = ClusterState(t, round_s, dict(cluster), tuple(r.state(oracle) for r in active.values()), model,
+                                 table, rnd, tuple(finished), oracle)
+            finished = []
             t0 = time.perf_counter()
             decision = policy.decide(state)
             dt = time.perf_counter() - t0
+            if dt > decision_limit:
+                if not slow:
+                    warnings.warn(
+                        f"policy {_policy_name(policy)!r} took {dt:.3g} s to decide round {rnd}, over the "
+                        f"decision_limit of {decision_limit:g} s; the result counts such rounds (slow_decisions).",
+                        HetplaceWarning, stacklevel=2,
+                    )
+                slow += 1
             decision = _check_decision(decision, policy, active, cluster)
-            restarted = _map_gpus(decision, active, owner, t, restart_of)
+            restarted = _map_gpus(decision, active, owner, t, restart_of, model.first_start)
             busy, running = 0.0, 0
             advanced = False
             n_active = len(active)
@@ -519,6 +604,7 @@ def simulate(trace, cluster, policy, round_s=360, restart="none", table=None, me
                         use = min(run.restart_left, round_s)
                         run.restart_left -= use
                         avail -= use
+                        run.restart_seconds += n * use
                     rate = model.steps_per_second(run.job.model, alloc)
                     need = run.job.total_steps - run.done
                     if rate > 0 and avail > 0 and need <= rate * avail * (1 + 1e-12):
@@ -541,6 +627,7 @@ def simulate(trace, cluster, policy, round_s=360, restart="none", table=None, me
                 run.active_time += held
             for jid in done_now:
                 run = active.pop(jid)
+                finished.append(run.job)
                 for g, idx in run.gpus.items():
                     owner[g][list(idx)] = -1
                 run.gpus, run.alloc = {}, {}
@@ -566,7 +653,7 @@ def simulate(trace, cluster, policy, round_s=360, restart="none", table=None, me
     return OnlineResult(
         runs=[runs[j.job_id] for j in jobs], cluster=cluster, policy=_policy_name(policy), round_s=round_s,
         restart=restart, window=window, rounds={k: np.asarray(v) for k, v in rounds.items()}, status=status,
-        progress=model, seed=seed, stalled=stalled,
+        progress=model, seed=seed, stalled=stalled, decision_limit=decision_limit, slow_decisions=slow,
     )
 
 
@@ -598,14 +685,15 @@ def _stall_reasons(active, restarted, model, round_s, restart_of, cluster):
     return out
 
 
-def _map_gpus(decision, active, owner, t, restart_of):
+def _map_gpus(decision, active, owner, t, restart_of, first_start=False):
     """Update every active job's ``alloc`` and physical ``gpus`` from ``decision``; count restarts.
 
     A job whose counts per type are unchanged keeps its GPUs; the others
     first take back their own previous GPUs of a type that are still free,
     then the lowest free indices.  A job that held GPUs before and whose GPU
-    set changes (other GPUs, more, fewer, or none to some) restarts.  Returns the ids of the
-    jobs that restarted.
+    set changes (other GPUs, more, fewer, or none to some) restarts.  With ``first_start``
+    a job's first start also pays its restart delay (not counted as a restart).  Returns
+    the ids of the jobs that restarted.
     """
     moved = []
     restarted = set()
@@ -634,6 +722,8 @@ def _map_gpus(decision, active, owner, t, restart_of):
             run.restarts += 1
             run.restart_left = restart_of[run.job.model]
             restarted.add(run.job.job_id)
+        elif new and first_start and math.isnan(run.start):
+            run.restart_left = restart_of[run.job.model]
         if new and math.isnan(run.start):
             run.start = t
         run.gpus, run.alloc = gpus, dict(new)

@@ -19,7 +19,8 @@ __all__ = ["simulation_payloads", "run_simulations", "write_simulations"]
 #: Columns of the sweep's ``summary.csv`` (one row per policy, rate and seed).
 SWEEP_COLUMNS = ("policy", "rate", "seed", "status", "n_measured", "n_finished", "avg_jct_hours", "p99_jct_hours",
                  "makespan_hours", "utilization", "ftf_mean", "ftf_worst", "restarts_per_job", "gpu_hours",
-                 "decision_time_median_ms", "decision_time_p95_ms", "wall_time")
+                 "decision_time_median_ms", "decision_time_p95_ms", "wall_time", "restart", "restart_gpu_hours",
+                 "slow_decisions", "label")
 
 
 def simulation_payloads(policies, rates, seeds, *, n_jobs, cluster, multi_gpu=False, restart="none", measure=None,
@@ -132,15 +133,29 @@ def _row(r):
                 makespan_hours=h(s["makespan"]), utilization=s["utilization"], ftf_mean=s["ftf_mean"],
                 ftf_worst=s["ftf_worst"], restarts_per_job=s["restarts_per_job"], gpu_hours=s["gpu_hours"],
                 decision_time_median_ms=ms(s["decision_time_median"]), decision_time_p95_ms=ms(s["decision_time_p95"]),
-                wall_time=s["wall_time"])
+                wall_time=s["wall_time"], restart=_restart_text(s.get("restart")),
+                restart_gpu_hours=s.get("restart_gpu_hours"), slow_decisions=s.get("slow_decisions"),
+                label=_label(p["policy"]))
+
+
+def _restart_text(restart):
+    return restart if isinstance(restart, str) or restart is None else json.dumps(restart)
+
+
+def _label(name):
+    """The policy's table label (what the row is: oracle or not, simplified or not)."""
+    from .policies import policy_label
+
+    return policy_label(name)
 
 
 def summary_table(results):
     """Markdown table of the sweep: one row per policy, rate and seed."""
-    cols = ("policy", "rate", "seed", "avg_jct_hours", "p99_jct_hours", "ftf_worst", "restarts_per_job", "gpu_hours",
-            "utilization", "decision_time_median_ms", "wall_time")
-    head = ("policy", "rate (jobs/h)", "seed", "avg JCT (h)", "p99 JCT (h)", "worst FTF", "restarts/job",
-            "GPU-hours", "utilization", "decision (ms, median)", "wall (s)")
+    cols = ("policy", "rate", "seed", "label", "restart", "avg_jct_hours", "p99_jct_hours", "ftf_worst", "restarts_per_job",
+            "gpu_hours", "restart_gpu_hours", "utilization", "decision_time_median_ms", "slow_decisions", "wall_time")
+    head = ("policy", "rate (jobs/h)", "seed", "what it is", "restart model", "avg JCT (h)", "p99 JCT (h)", "worst FTF",
+            "restarts/job", "GPU-hours", "GPU-hours lost to restarts", "utilization", "decision (ms, median)",
+            "decisions over limit", "wall (s)")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in results:
         row = _row(r)
