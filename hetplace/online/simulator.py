@@ -343,8 +343,11 @@ def _policy_name(policy):
 
 
 def _check_decision(decision, policy, active, cluster):
-    """The policy's output as ``{job_id: {type: n}}`` without empty entries, or InvalidOptionError."""
+    """``(counts, pins)``: the policy's output as ``{job_id: {type: n}}`` without empty entries, and
+    ``{job_id: {type: sorted tuple of GPU indices}}`` where it named physical GPUs; or InvalidOptionError."""
     name = _policy_name(policy)
+    pins = {}
+    claimed = {}  # (type, GPU index) -> job id, for named GPUs
     if not isinstance(decision, Mapping):
         raise InvalidOptionError(
             f"policy {name!r} returned {type(decision).__name__} from decide(); it must return a dict "
@@ -369,6 +372,11 @@ def _check_decision(decision, policy, active, cluster):
                     f"policy {name!r} gave job {jid} GPUs of type {g!r}, which the cluster does not have "
                     f"({', '.join(cluster)})."
                 )
+            if isinstance(n, (Sequence, np.ndarray)) and not isinstance(n, (str, bytes)):
+                n = _named_gpus(n, name, jid, g, cluster[g], claimed)
+                if n:
+                    pins.setdefault(jid, {})[g] = n
+                n = len(n)
             if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral) or n < 0:
                 raise InvalidOptionError(
                     f"policy {name!r} gave job {jid} {n!r} GPUs of type {g!r}; counts must be non-negative integers."
@@ -385,7 +393,27 @@ def _check_decision(decision, policy, active, cluster):
             f"policy {name!r} allocated {used[g]} GPUs of type {g!r}, more than the cluster's {cluster[g]}; "
             "the allocations of one round must fit the cluster."
         )
-    return out
+    return out, pins
+
+
+def _named_gpus(gpus, name, jid, g, capacity, claimed):
+    """The physical GPUs a policy named for job ``jid`` on type ``g``, as a sorted tuple, or InvalidOptionError."""
+    out = []
+    for k in gpus:
+        if isinstance(k, (bool, np.bool_)) or not isinstance(k, numbers.Integral) or not 0 <= k < capacity:
+            raise InvalidOptionError(
+                f"policy {name!r} named GPU {k!r} of type {g!r} for job {jid}; physical GPUs are integers "
+                f"0..{capacity - 1} (state.nodes lists them per node). Fix: name GPUs of that range, or give a count."
+            )
+        k = int(k)
+        if (g, k) in claimed:
+            raise InvalidOptionError(
+                f"policy {name!r} named GPU {k} of type {g!r} for job {jid} and for job {claimed[g, k]} (or twice); "
+                "a GPU runs one job per round."
+            )
+        claimed[g, k] = jid
+        out.append(k)
+    return tuple(sorted(out))
 
 
 def _reset(policy, seed):
@@ -621,8 +649,9 @@ def simulate(trace, cluster, policy, round_s=360, restart="none", table=None, me
                         HetplaceWarning, stacklevel=2,
                     )
                 slow += 1
-            decision = _check_decision(decision, policy, active, cluster)
-            restarted = _map_gpus(decision, active, owner, t, restart_of, model.first_start, layout)
+            decision, pins = _check_decision(decision, policy, active, cluster)
+            restarted = _map_gpus(decision, active, owner, t, restart_of, model.first_start, layout, pins,
+                                  _policy_name(policy))
             busy, running = 0.0, 0
             advanced = False
             n_active = len(active)
@@ -765,7 +794,7 @@ def _consolidated(owner_g, node_of_g, n, before):
     return take
 
 
-def _map_gpus(decision, active, owner, t, restart_of, first_start=False, layout=None):
+def _map_gpus(decision, active, owner, t, restart_of, first_start=False, layout=None, pins=None, name=None):
     """Update every active job's ``alloc`` and physical ``gpus`` from ``decision``; count restarts.
 
     A job whose counts per type are unchanged keeps its GPUs; the others
@@ -773,25 +802,45 @@ def _map_gpus(decision, active, owner, t, restart_of, first_start=False, layout=
     then the lowest free indices.  A job that held GPUs before and whose GPU
     set changes (other GPUs, more, fewer, or none to some) restarts.  With a ``layout``
     (nodes), movers are placed largest first, each type consolidated by
-    :func:`_consolidated`.  With ``first_start``
+    :func:`_consolidated`.  ``pins`` ({job_id: {type: GPU indices}}, from a
+    decision that named physical GPUs) are taken as named, before the other
+    movers; a named GPU held by a job that keeps its GPUs is an error.  With ``first_start``
     a job's first start also pays its restart delay (not counted as a restart).  Returns
     the ids of the jobs that restarted.
     """
     moved = []
     restarted = set()
+    pins = pins or {}
     for jid, run in active.items():
         new = decision.get(jid, {})
-        if new == run.alloc:
+        pin = pins.get(jid)
+        if new == run.alloc and (pin is None or all(set(v) == set(run.gpus.get(g, ())) for g, v in pin.items())):
             continue
         for g, idx in run.gpus.items():  # release first, so movers can take them
             owner[g][list(idx)] = -1
         moved.append((run, new))
-    if layout is not None:
-        moved.sort(key=lambda m: (-sum(m[1].values()), m[0].job.job_id))
+    for run, new in moved:
+        for g, idx in pins.get(run.job.job_id, {}).items():
+            held = owner[g][list(idx)]
+            if (held >= 0).any():
+                k = idx[int(np.argmax(held >= 0))]
+                raise InvalidOptionError(
+                    f"policy {name!r} named GPU {k} of type {g!r} for job {run.job.job_id}, but job "
+                    f"{int(owner[g][k])} keeps it (its allocation did not change). Fix: name free GPUs "
+                    "(state.free, and the GPUs of the jobs you move), or name that job's GPUs too."
+                )
+    if layout is not None or pins:
+        # named GPUs first (they are fixed), then the largest movers first (Gavel: consolidate the big jobs)
+        moved.sort(key=lambda m: (m[0].job.job_id not in pins, -sum(m[1].values()), m[0].job.job_id))
     for run, new in moved:
         before = run.gpus
         gpus = {}
+        pin = pins.get(run.job.job_id, {})
         for g, n in new.items():
+            if g in pin:
+                owner[g][list(pin[g])] = run.job.job_id
+                gpus[g] = pin[g]
+                continue
             if layout is not None:
                 take = _consolidated(owner[g], layout.node_of[g], n, before.get(g, ()))
                 owner[g][take] = run.job.job_id
