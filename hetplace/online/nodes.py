@@ -120,7 +120,7 @@ def _from_toml(path, network):
     return per_type, Network(_bandwidth(spec.bandwidth, f"bandwidth of {str(path)!r}", False), intra)
 
 
-def parse_layout(cluster, network, table=None):
+def parse_layout(cluster, network):
     """``(counts, layout)`` of a cluster given node by node; ``layout`` is a :class:`Layout`.
 
     ``cluster``: ``{gpu_type: [GPUs per node, ...]}`` or the path of a cluster

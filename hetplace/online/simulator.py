@@ -441,7 +441,7 @@ def _setup_iv(table, cluster, round_s, network=None):
         raise InvalidOptionError(f"table must be a hetplace.data.GavelTable or None; got {type(table).__name__}.")
     layout = None
     if has_nodes(cluster):
-        cluster, layout = parse_layout(cluster, network, table)
+        cluster, layout = parse_layout(cluster, network)
     elif network is not None:
         raise InvalidOptionError(
             f"network={network!r} was given but the cluster is given by counts ({cluster!r}); give it node by node "
