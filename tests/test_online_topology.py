@@ -180,3 +180,17 @@ def test_smp_with_nodes_prices_the_network_and_may_name_gpus():
     assert counts.n_finished == named.n_finished == 10
     with pytest.raises(InvalidOptionError, match="physical"):
         make_policy("smp", physical="yes")
+
+
+def test_topology_greedy_when_seeding_fills_every_worker():
+    """Regression: keep-greedy's topology greedy raised IndexError when the seeded jobs held every worker
+    (found by "smp" on 4-GPU servers: a restricted sub-problem whose jobs need exactly its free GPUs)."""
+    from hetplace.baselines import greedy_placement
+    from hetplace.problem import Problem
+
+    rho = np.array([[4647.3, 2547.3, 800.7], [899.7, 664.5, 0.0], [4744.7, 2654.9, 799.7]])
+    p = Problem(rho, [5, 0, 3], [160.0, 512.0, 128.0], [1e4, 2e4, 3e4], grad_bytes=[1e8, 8e7, 1e8],
+                bandwidth=1.25e9, node=[0, 1, 1, 1, 1, 2, 2, 2], node_bandwidth=np.inf,
+                min_workers=[2, 4, 2], max_workers=[2, 4, 2])
+    wj = greedy_placement(p)
+    assert np.bincount(wj[wj >= 0], minlength=3).tolist() == [2, 4, 2]
