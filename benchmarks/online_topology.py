@@ -43,7 +43,9 @@ def main(argv=None):
             t0 = time.perf_counter()
             r = simulate(trace, NODES, pol, network=INTER, measure=(first, last), progress=False)
             wall = time.perf_counter() - t0
-            flat = "-" if a.no_flat else f"{simulate(trace, FLAT, pol, measure=(first, last), progress=False).avg_jct / 3600:.2f}"
+            flat = "-"
+            if not a.no_flat:
+                flat = f"{simulate(trace, FLAT, pol, measure=(first, last), progress=False).avg_jct / 3600:.2f}"
             dt = np.asarray(r.rounds["decision_time"]) * 1e3
             print(f"| {rate:g} | {pol} | {r.avg_jct / 3600:.2f} | {flat} | {r.restarts_per_job:.2f} | "
                   f"{np.median(dt):.2f} / {np.percentile(dt, 95):.2f} | {wall:.0f} |", flush=True)

@@ -211,7 +211,8 @@ class SMPPolicy:
                  certify=False, physical=False):
         if not isinstance(physical, (bool, np.bool_)):
             raise InvalidOptionError(
-                f"physical must be True or False (name the GPUs SMP chose on a cluster given as nodes); got {physical!r}."
+                f"physical must be True or False (name the GPUs SMP chose on a cluster given as nodes); "
+                f"got {physical!r}."
             )
         self.physical = bool(physical)
         if not isinstance(certify, (bool, np.bool_)):
@@ -574,7 +575,7 @@ class SMPPolicy:
         cnt = np.zeros((S, len(types)), dtype=np.int64)
         np.add.at(cnt, (wj[busy], wt[busy]), 1)
         for i, s in enumerate(admitted):
-            if topo and self.physical:  # the physical GPUs SMP chose (its priced placement), not counts for the simulator to map
+            if topo and self.physical:  # the GPUs of SMP's priced placement, not counts for the simulator to map
                 mine = np.flatnonzero(wj == i)
                 alloc = {types[g]: tuple(int(w) - offset[types[g]] for w in mine[wt[mine] == g])
                          for g in range(len(types)) if cnt[i, g]}
