@@ -341,11 +341,12 @@ class _NodePool:
         key = cls[order] * N + nd[order]
         cut = np.flatnonzero(np.diff(key)) + 1
         start = np.concatenate(([0], cut)).astype(np.int64)
-        self.seg_class, self.seg_node = key[start] // N, key[start] % N
-        self.seg_next = start.copy()
-        self.seg_end = np.concatenate((cut, [key.size])).astype(np.int64)
-        if key.size == 0:
+        if key.size == 0:  # no free worker in any class (key[start] would index an empty array)
             self.seg_class = self.seg_node = self.seg_next = self.seg_end = np.zeros(0, dtype=np.int64)
+        else:
+            self.seg_class, self.seg_node = key[start] // N, key[start] % N
+            self.seg_next = start.copy()
+            self.seg_end = np.concatenate((cut, [key.size])).astype(np.int64)
         self.class_segs = np.searchsorted(self.seg_class, np.arange(C + 1))
         self.first_seg = self.class_segs[:-1].copy()  # segments of class c before it are empty
         pairs = zip(self.seg_class.tolist(), self.seg_node.tolist())

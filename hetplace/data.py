@@ -25,7 +25,7 @@ from .problem import Problem
 
 __all__ = [
     "GavelTable", "load_gavel", "gavel_path", "example_path", "problem_from_gavel", "default_problem",
-    "DEFAULT_GRAD_BYTES", "EXAMPLES",
+    "DEFAULT_GRAD_BYTES", "default_grad_bytes", "EXAMPLES",
 ]
 
 _DATA = Path(__file__).resolve().parent / "_data"
@@ -76,6 +76,13 @@ DEFAULT_GRAD_BYTES = {
     "A3C": 4e6,
     "CycleGAN": 45e6,
 }
+
+
+
+def default_grad_bytes(model: str, default: float = 50e6) -> float:
+    """Gradient bytes of a Gavel model string by its family (:data:`DEFAULT_GRAD_BYTES`; ``default`` for others)."""
+    return DEFAULT_GRAD_BYTES.get(GavelTable.family(model).split(" ")[0], default)
+
 
 _KEY = re.compile(r"^\('(?P<model>.+)', (?P<n>\d+)\)$")
 _BATCH = re.compile(r"\(batch size (\d+)\)")
@@ -284,7 +291,7 @@ def problem_from_gavel(
                 rho[i, g] = table.samples_per_second(model, t)
         batch.append(job.get("batch", table.per_gpu_batch(model)))
         iters.append(job["iterations"])
-        grad.append(job.get("grad_bytes", DEFAULT_GRAD_BYTES.get(table.family(model).split(" ")[0], 50e6)))
+        grad.append(job.get("grad_bytes", default_grad_bytes(model)))
         names.append(job.get("name", f"{i}:{table.family(model)}"))
     return Problem(
         rho, [type_counts[t] for t in types], batch, iters, grad_bytes=grad, bandwidth=bandwidth,

@@ -6,7 +6,7 @@ gavel_trace, read_trace, write_trace, Job
     Job traces (Gavel's generator recipe, Gavel's .trace files).
 ProgressModel
     How fast a job runs on an allocation, and what a restart costs.
-simulate, ClusterState, JobState, OnlineResult
+simulate, ClusterState, JobState, OnlineResult, Network
     The simulator, what a policy sees, what it returns (``SimulationResult``, its old name, is a
     deprecated alias).
 lower_bound, LowerBound
@@ -21,6 +21,7 @@ docs/online.md describes the model and the policy interface.
 from .._deprecated import renamed
 from .bounds import LowerBound, lower_bound
 from .policies import POLICIES, make_policy, policy_names
+from .nodes import Network
 from .progress import ProgressModel
 from .result import OnlineResult
 from .simulator import ClusterState, JobState, parse_cluster, simulate
@@ -29,6 +30,7 @@ from .trace import Job, gavel_trace, read_trace, write_trace
 __all__ = [
     "Job", "gavel_trace", "read_trace", "write_trace", "ProgressModel", "simulate", "ClusterState", "JobState",
     "OnlineResult", "make_policy", "policy_names", "POLICIES", "parse_cluster", "lower_bound", "LowerBound",
+    "Network",
 ]
 
 __getattr__ = renamed(__name__, {"SimulationResult": "OnlineResult"})  # the old name, deprecated

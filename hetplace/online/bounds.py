@@ -70,7 +70,7 @@ def lower_bound(trace, cluster, table=None, measure=None, round_s=360.0, rigid=F
     from .progress import ProgressModel
     from .simulator import _measure_iv, _setup_iv, _trace_iv
 
-    table, cluster, round_s = _setup_iv(table, cluster, round_s)
+    table, cluster, round_s, _ = _setup_iv(table, cluster, round_s)
     if not isinstance(rigid, (bool, np.bool_)):
         raise InvalidOptionError(f"rigid must be True or False; got {rigid!r}.")
     jobs = _trace_iv(trace, table)

@@ -20,6 +20,8 @@ import math
 import numpy as np
 
 from .._cost import ring_fraction
+from ..data import default_grad_bytes
+from .progress import spread_rate
 from .._validation import check_choice, check_positive_int, check_seed, is_real_scalar
 from ..errors import InvalidOptionError
 
@@ -170,6 +172,10 @@ class SMPPolicy:
         of the policy's own placement model for that round (not of the whole
         online run).  The decision times the simulator reports then include
         the bound's.
+    physical : bool
+        On a cluster given node by node: return the physical GPUs of SMP's
+        placement (True) or per-type counts that the simulator places
+        consolidated, Gavel's way (False, default; docs/online.md §5.1.1).
 
     Notes
     -----
@@ -202,7 +208,13 @@ class SMPPolicy:
 
     def __init__(self, max_gpus=8, admission=None, samples=16, restart_candidates=2, restart_floor=10.0, seed=0,
                  share_cap=math.inf, min_efficiency=0.0, sizing="marginal", priority=0.0, fairness=None,
-                 certify=False):
+                 certify=False, physical=False):
+        if not isinstance(physical, (bool, np.bool_)):
+            raise InvalidOptionError(
+                f"physical must be True or False (name the GPUs SMP chose on a cluster given as nodes); "
+                f"got {physical!r}."
+            )
+        self.physical = bool(physical)
         if not isinstance(certify, (bool, np.bool_)):
             raise InvalidOptionError(f"certify must be True or False (record each round's lower bound); got {certify!r}.")
         self.certify = bool(certify)
@@ -337,21 +349,31 @@ class SMPPolicy:
                     out.add(s.job.job_id)
         return out
 
-    def _counts(self, table, types, model, limit):
+    def _counts(self, table, types, model, limit, spread=None):
         """``([(count, steps/s)], best steps/s per GPU)`` of ``model`` for the marginal sizing (cached per model).
 
         The measured counts ``<= limit`` with a figure on some type of ``types`` (at
         least ``min_efficiency`` per GPU), each faster than every smaller one (a larger
         count that is not faster is never worth it); the rate is the fastest type's.
+        With ``spread = (largest node per type, inter-node bytes/s)`` (a cluster given
+        node by node) a count above a type's largest node is that type's rate slowed
+        by the progress model's ring term between nodes.
         """
-        key = (id(table), types, model, limit)
+        key = (id(table), types, model, limit, spread)
         d = self._count_cache.get(key)
         if d is None:
             o = []
+
+            def at(g, c):
+                r = table.steps_per_second(model, g, c)
+                if spread is not None and c > spread[0][types.index(g)]:
+                    r = spread_rate(r, c, default_grad_bytes(model), spread[1])
+                return r
+
             for c in table.gpu_counts:
                 if not 1 <= c <= limit:
                     continue
-                rate = max(table.steps_per_second(model, g, c) for g in types)
+                rate = max(at(g, c) for g in types)
                 if rate <= 0 or (c > 1 and _efficiency(table, model, types, c) < self.min_efficiency):
                     continue
                 if not o or rate > o[-1][1]:
@@ -377,8 +399,14 @@ class SMPPolicy:
             jobs = [s for s in jobs if s.job.job_id in late] + [s for s in jobs if s.job.job_id not in late]
         # per job: [(count, steps/s)] by count; best steps/s per GPU; remaining-time weight (times the boost)
         opts, per, value = [], [], []
+        spread = None
+        if state.nodes:
+            largest = {}
+            for nd in state.nodes:
+                largest[nd.gpu_type] = max(largest.get(nd.gpu_type, 0), len(nd.gpus))
+            spread = (tuple(largest.get(g, 0) for g in types), state.network.inter)
         for s in jobs:
-            o, x = self._counts(table, types, s.job.model, limit)
+            o, x = self._counts(table, types, s.job.model, limit, spread)
             opts.append(o)
             t = max(self._left(state, s), 1e-9) / x if x > 0 else 1.0
             w = t ** -self.priority if x > 0 else 0.0
@@ -489,6 +517,10 @@ class SMPPolicy:
         if self._weight is not None:
             wts = np.array([self._weight[s.job.job_id] for s in admitted])
             wts /= wts.mean()  # SMP sees the weighted objective at the scale of the real one
+        # a cluster given node by node: SMP's Problem gets the nodes, and a sized job the ring all-reduce of its
+        # gradient between nodes (the progress model's network term, docs/online.md §2.2); inside a node the
+        # table's rate at n already carries the communication, so the links inside a node are free here
+        topo = bool(state.nodes) and sized is not None
         for i, s in enumerate(admitted):
             r, b, cap, comm = self._model_data(state.table, types, s.job.model)
             if sized is not None:
@@ -498,7 +530,7 @@ class SMPPolicy:
                 lo[i] = hi[i] = n
                 batch[i] = n * b
                 rho[i] = [batch[i] * state.table.steps_per_second(s.job.model, g, n) / n for g in types]
-                grad[i] = 0.0
+                grad[i] = default_grad_bytes(s.job.model) if topo else 0.0
             else:
                 lo[i], hi[i] = self._bounds(s.job, cap)
                 # a Problem job uses at most `batch` workers: the batch (and with it the samples/s, so that
@@ -514,11 +546,25 @@ class SMPPolicy:
                 # a GPU the job cannot use at this round's size (no table figure there) is not kept
                 if g in offset and rho[i, types.index(g)] > 0:
                     current[offset[g] + np.asarray(idx, dtype=np.int64)] = i
-        problem = Problem(rho, counts, batch, iters, grad_bytes=grad, bandwidth=_BANDWIDTH,
-                          min_workers=lo, max_workers=hi, current=current, restart_time=rt)
+        net = {}
+        if topo:
+            node = np.empty(K, dtype=np.int64)
+            for v, nd in enumerate(state.nodes):
+                node[offset[nd.gpu_type] + np.asarray(nd.gpus, dtype=np.int64)] = v
+            net = {"node": node, "node_bandwidth": math.inf}
+        problem = Problem(rho, counts, batch, iters, grad_bytes=grad,
+                          bandwidth=state.network.inter if topo else _BANDWIDTH, min_workers=lo, max_workers=hi,
+                          current=current, restart_time=rt, **net)
         seed = (self.seed * 1_000_003 + state.round_index) % 2**64
         pl = place(problem, method="smp", seed=seed, threads=1, samples=self.samples,
                    restart_candidates=self.restart_candidates)
+        if topo:
+            # SMP's search still sees every multi-GPU job at the top-level bandwidth (its topology-aware
+            # search lands separately); the topology-aware keep-greedy, priced exactly like SMP's result, is
+            # taken when it is better, so a job is not spread over nodes where one node would do
+            alt = place(problem, method="keep-greedy")
+            if alt.mean_jct < pl.mean_jct:
+                pl = alt
         if self.certify:
             bound = lower_bound(problem, time_limit=CERTIFY_TIME_LIMIT).bound
             self.bound_log.append((state.round_index, pl.mean_jct, bound, pl.gap_to_bound(bound)))
@@ -529,7 +575,12 @@ class SMPPolicy:
         cnt = np.zeros((S, len(types)), dtype=np.int64)
         np.add.at(cnt, (wj[busy], wt[busy]), 1)
         for i, s in enumerate(admitted):
-            alloc = {types[g]: int(cnt[i, g]) for g in range(len(types)) if cnt[i, g]}
+            if topo and self.physical:  # the GPUs of SMP's priced placement, not counts for the simulator to map
+                mine = np.flatnonzero(wj == i)
+                alloc = {types[g]: tuple(int(w) - offset[types[g]] for w in mine[wt[mine] == g])
+                         for g in range(len(types)) if cnt[i, g]}
+            else:
+                alloc = {types[g]: int(cnt[i, g]) for g in range(len(types)) if cnt[i, g]}
             if alloc:
                 out[s.job.job_id] = alloc
         self.decision_log.append((len(state.jobs), S))

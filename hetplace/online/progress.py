@@ -6,10 +6,11 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from .._cost import ring_fraction
 from .._validation import is_real_scalar
 from ..errors import InvalidOptionError
 
-__all__ = ["ProgressModel", "RESTART_MODELS", "SIA_RESTART_S", "FLAT_RESTART_S"]
+__all__ = ["ProgressModel", "RESTART_MODELS", "SIA_RESTART_S", "FLAT_RESTART_S", "spread_rate"]
 
 #: Named restart models; a number of seconds or a per-model dict works too.  ``"none"``: free
 #: restarts (Gavel's simulation).  ``"flat30"``: :data:`FLAT_RESTART_S` for every model (Pollux's
@@ -260,3 +261,17 @@ class ProgressModel:
         """
         up = min([c for c in self.counts if c >= n_gpus] or [max(self.counts)])
         return float(max(self.single_rates(model, g, up)[: up + 1].max() for g in (types or self.types)))
+
+
+def spread_rate(rate, n_gpus, grad_bytes, bandwidth):
+    """Steps/s of a job spread over several nodes: ``rate`` slowed by a ring all-reduce between them.
+
+    ``1 / (1 / rate + 2 (n - 1) / n * grad_bytes / bandwidth)`` for ``n = n_gpus``
+    (docs/online.md §2.2): Gavel's multi-GPU rates were measured inside one
+    server, so their intra-node communication is in ``rate``; a job across
+    servers pays, per step, its whole gradient's ring all-reduce at the
+    inter-node ``bandwidth`` (bytes/s) on top.  0 stays 0.
+    """
+    if rate <= 0:
+        return rate
+    return 1.0 / (1.0 / rate + float(ring_fraction(n_gpus)) * grad_bytes / bandwidth)

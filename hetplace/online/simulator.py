@@ -12,7 +12,8 @@ import numpy as np
 
 from .._validation import check_seed, is_real_scalar
 from ..errors import HetplaceWarning, HiddenInformationError, InvalidOptionError
-from .progress import ProgressModel
+from .nodes import has_nodes, parse_layout
+from .progress import ProgressModel, spread_rate
 from .trace import Job
 
 __all__ = ["JobState", "ClusterState", "JobView", "is_oracle", "simulate", "parse_cluster", "STALL_ROUNDS",
@@ -144,6 +145,14 @@ class ClusterState:
         Whether ``jobs`` carry their lengths (:class:`Job`) or not
         (:class:`JobView`): what :func:`simulate` hands the policy, by
         :func:`is_oracle`.  Default True for a state built by hand.
+    nodes : tuple of Node
+        The cluster's nodes (type and physical GPUs each) when it is given node
+        by node; ``()`` otherwise.  Node ids are positions in this tuple.
+    network : Network or None
+        The bandwidths between and inside nodes (None without nodes).
+    free : dict
+        ``{gpu_type: tuple of GPU indices}`` held by no active job in the
+        previous round (with nodes only; ``{}`` otherwise).
     """
 
     time: float
@@ -155,6 +164,9 @@ class ClusterState:
     round_index: int = 0
     finished: tuple = ()
     oracle: bool = True
+    nodes: tuple = ()
+    network: object = None
+    free: dict = field(default_factory=dict)
 
 
 def parse_cluster(cluster, table=None):
@@ -331,8 +343,11 @@ def _policy_name(policy):
 
 
 def _check_decision(decision, policy, active, cluster):
-    """The policy's output as ``{job_id: {type: n}}`` without empty entries, or InvalidOptionError."""
+    """``(counts, pins)``: the policy's output as ``{job_id: {type: n}}`` without empty entries, and
+    ``{job_id: {type: sorted tuple of GPU indices}}`` where it named physical GPUs; or InvalidOptionError."""
     name = _policy_name(policy)
+    pins = {}
+    claimed = {}  # (type, GPU index) -> job id, for named GPUs
     if not isinstance(decision, Mapping):
         raise InvalidOptionError(
             f"policy {name!r} returned {type(decision).__name__} from decide(); it must return a dict "
@@ -357,6 +372,11 @@ def _check_decision(decision, policy, active, cluster):
                     f"policy {name!r} gave job {jid} GPUs of type {g!r}, which the cluster does not have "
                     f"({', '.join(cluster)})."
                 )
+            if isinstance(n, (Sequence, np.ndarray)) and not isinstance(n, (str, bytes)):
+                n = _named_gpus(n, name, jid, g, cluster[g], claimed)
+                if n:
+                    pins.setdefault(jid, {})[g] = n
+                n = len(n)
             if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral) or n < 0:
                 raise InvalidOptionError(
                     f"policy {name!r} gave job {jid} {n!r} GPUs of type {g!r}; counts must be non-negative integers."
@@ -373,7 +393,27 @@ def _check_decision(decision, policy, active, cluster):
             f"policy {name!r} allocated {used[g]} GPUs of type {g!r}, more than the cluster's {cluster[g]}; "
             "the allocations of one round must fit the cluster."
         )
-    return out
+    return out, pins
+
+
+def _named_gpus(gpus, name, jid, g, capacity, claimed):
+    """The physical GPUs a policy named for job ``jid`` on type ``g``, as a sorted tuple, or InvalidOptionError."""
+    out = []
+    for k in gpus:
+        if isinstance(k, (bool, np.bool_)) or not isinstance(k, numbers.Integral) or not 0 <= k < capacity:
+            raise InvalidOptionError(
+                f"policy {name!r} named GPU {k!r} of type {g!r} for job {jid}; physical GPUs are integers "
+                f"0..{capacity - 1} (state.nodes lists them per node). Fix: name GPUs of that range, or give a count."
+            )
+        k = int(k)
+        if (g, k) in claimed:
+            raise InvalidOptionError(
+                f"policy {name!r} named GPU {k} of type {g!r} for job {jid} and for job {claimed[g, k]} (or twice); "
+                "a GPU runs one job per round."
+            )
+        claimed[g, k] = jid
+        out.append(k)
+    return tuple(sorted(out))
 
 
 def _reset(policy, seed):
@@ -390,21 +430,30 @@ def _reset(policy, seed):
         reset()
 
 
-def _setup_iv(table, cluster, round_s):
-    """``(table, cluster, round_s)`` validated: the table (default Gavel's), the cluster dict, seconds per round."""
+def _setup_iv(table, cluster, round_s, network=None):
+    """``(table, cluster, round_s, layout)`` validated: the table (default Gavel's), the cluster dict, seconds per
+    round, and the :class:`~hetplace.online.nodes.Layout` of a cluster given node by node (else None)."""
     from ..data import GavelTable, load_gavel
 
     if table is None:
         table = load_gavel()
     elif not isinstance(table, GavelTable):
         raise InvalidOptionError(f"table must be a hetplace.data.GavelTable or None; got {type(table).__name__}.")
+    layout = None
+    if has_nodes(cluster):
+        cluster, layout = parse_layout(cluster, network)
+    elif network is not None:
+        raise InvalidOptionError(
+            f"network={network!r} was given but the cluster is given by counts ({cluster!r}); give it node by node "
+            "(e.g. {'v100': [4, 4, 4]}: GPUs per node) or drop network=."
+        )
     cluster = parse_cluster(cluster, table)
     if not is_real_scalar(round_s) or not (MIN_ROUND_S <= float(round_s) <= MAX_SECONDS):
         raise InvalidOptionError(
             f"round_s must be a number of seconds in [{MIN_ROUND_S:g}, {MAX_SECONDS:g}] (the simulator's clock "
             f"tick); got {round_s!r}. Fix: pass e.g. 360 (Gavel's rounds) or 60."
         )
-    return table, cluster, float(round_s)
+    return table, cluster, float(round_s), layout
 
 
 def _rounds_iv(jobs, cluster, round_s, model, restart_of):
@@ -440,7 +489,7 @@ def _rounds_iv(jobs, cluster, round_s, model, restart_of):
 
 
 def simulate(trace, cluster, policy, round_s=360, restart="none", table=None, measure=None, seed=0, progress=True,
-             decision_limit=DECISION_LIMIT_S):
+             decision_limit=DECISION_LIMIT_S, network=None):
     """Simulate ``policy`` on ``trace`` on ``cluster``, round by round.
 
     Parameters
@@ -449,7 +498,9 @@ def simulate(trace, cluster, policy, round_s=360, restart="none", table=None, me
         :func:`gavel_trace` or :func:`read_trace`.
     cluster : dict or str
         ``{gpu_type: n_gpus}``, e.g. ``{"v100": 36, "p100": 36, "k80": 36}``, or
-        ``"v100=36,p100=36,k80=36"``.
+        ``"v100=36,p100=36,k80=36"``; or node by node: ``{gpu_type: [GPUs per
+        node, ...]}`` (with ``network``), or the path of a cluster TOML file with
+        ``[[nodes]]`` (docs/online.md §3.2).
     policy : str or policy object
         A name of :func:`hetplace.online.make_policy`, or an object with
         ``name`` and ``decide(state) -> {job_id: {gpu_type: n_gpus}}``
@@ -480,6 +531,12 @@ def simulate(trace, cluster, policy, round_s=360, restart="none", table=None, me
         decision is still applied, but it is counted in the result
         (``slow_decisions``, ``decision_time_max``) and a
         :class:`~hetplace.errors.HetplaceWarning` says so once per run.
+    network : Network, float or dict, optional
+        With a cluster given node by node (and only then): the bandwidth
+        between nodes in bytes/s (a number, ``{"inter": b, "intra": b2}`` or a
+        :class:`~hetplace.online.nodes.Network`).  Jobs are then placed
+        consolidated on nodes, and a job spread over several nodes runs slower
+        by a ring all-reduce at the inter-node bandwidth (docs/online.md §2.2).
 
     Returns
     -------
@@ -514,10 +571,11 @@ def simulate(trace, cluster, policy, round_s=360, restart="none", table=None, me
     exact moment its steps run out (its GPUs stay idle for the rest of the
     round).  docs/online.md §3.
     """
+    from ..data import default_grad_bytes
     from .policies import make_policy
     from .result import OnlineResult
 
-    table, cluster, round_s = _setup_iv(table, cluster, round_s)
+    table, cluster, round_s, layout = _setup_iv(table, cluster, round_s, network)
     seed = check_seed(seed)
     if not isinstance(progress, (bool, np.bool_)):
         raise InvalidOptionError(f"progress must be True or False; got {progress!r}.")
@@ -530,6 +588,7 @@ def simulate(trace, cluster, policy, round_s=360, restart="none", table=None, me
     jobs = _trace_iv(trace, table)
     window = _measure_iv(measure, jobs)
     restart_of = {m: model.restart_time(m) for m in {j.model for j in jobs}}
+    grad_of = {m: default_grad_bytes(m) for m in restart_of}
     _rounds_iv(jobs, cluster, round_s, model, restart_of)
     if isinstance(policy, str):
         policy = make_policy(policy)
@@ -573,8 +632,11 @@ def simulate(trace, cluster, policy, round_s=360, restart="none", table=None, me
                 if t < jobs[nxt].arrival:  # rounding of the ceil
                     t += round_s
                 continue
+            topo = {} if layout is None else {
+                "nodes": layout.nodes, "network": layout.network,
+                "free": {g: tuple(int(k) for k in np.flatnonzero(o < 0)) for g, o in owner.items()}}
             state = ClusterState(t, round_s, dict(cluster), tuple(r.state(oracle) for r in active.values()), model,
-                                 table, rnd, tuple(finished), oracle)
+                                 table, rnd, tuple(finished), oracle, **topo)
             finished = []
             t0 = time.perf_counter()
             decision = policy.decide(state)
@@ -587,8 +649,9 @@ def simulate(trace, cluster, policy, round_s=360, restart="none", table=None, me
                         HetplaceWarning, stacklevel=2,
                     )
                 slow += 1
-            decision = _check_decision(decision, policy, active, cluster)
-            restarted = _map_gpus(decision, active, owner, t, restart_of, model.first_start)
+            decision, pins = _check_decision(decision, policy, active, cluster)
+            restarted = _map_gpus(decision, active, owner, t, restart_of, model.first_start, layout, pins,
+                                  _policy_name(policy))
             busy, running = 0.0, 0
             advanced = False
             n_active = len(active)
@@ -606,6 +669,8 @@ def simulate(trace, cluster, policy, round_s=360, restart="none", table=None, me
                         avail -= use
                         run.restart_seconds += n * use
                     rate = model.steps_per_second(run.job.model, alloc)
+                    if layout is not None and _spans_nodes(run.gpus, layout):
+                        rate = spread_rate(rate, n, grad_of[run.job.model], layout.network.inter)
                     need = run.job.total_steps - run.done
                     if rate > 0 and avail > 0 and need <= rate * avail * (1 + 1e-12):
                         held = (round_s - avail) + min(need / rate, avail)
@@ -685,29 +750,102 @@ def _stall_reasons(active, restarted, model, round_s, restart_of, cluster):
     return out
 
 
-def _map_gpus(decision, active, owner, t, restart_of, first_start=False):
+def _spans_nodes(gpus, layout):
+    """Whether the physical ``gpus`` ({type: indices}) lie on more than one node of ``layout``."""
+    seen = None
+    for g, idx in gpus.items():
+        for k in idx:
+            v = int(layout.node_of[g][k])
+            if seen is None:
+                seen = v
+            elif v != seen:
+                return True
+    return False
+
+
+def _consolidated(owner_g, node_of_g, n, before):
+    """``n`` free GPUs of one type, consolidated on nodes (Gavel's rule, docs/online.md §3.2).
+
+    The job's own previous GPUs when they are exactly ``n`` and all free; else
+    the fullest-fitting node with ``n`` free GPUs (best fit: fewest free, then
+    lowest id); else nodes by most free GPUs first (fewest nodes), the last
+    one best fit.  Lowest free indices inside a node.
+    """
+    if len(before) == n and all(owner_g[k] < 0 for k in before):
+        return list(before)
+    free = np.flatnonzero(owner_g < 0)
+    per_node = {}
+    for k in free.tolist():
+        per_node.setdefault(int(node_of_g[k]), []).append(k)
+    fits = [v for v in per_node if len(per_node[v]) >= n]
+    if fits:
+        v = min(fits, key=lambda v: (len(per_node[v]), v))
+        return per_node[v][:n]
+    take, left = [], n
+    while left > 0:
+        fits = [v for v in per_node if len(per_node[v]) >= left]
+        if fits:
+            v = min(fits, key=lambda v: (len(per_node[v]), v))
+        else:
+            v = max(per_node, key=lambda v: (len(per_node[v]), -v))
+        got = per_node.pop(v)[:left]
+        take.extend(got)
+        left -= len(got)
+    return take
+
+
+def _map_gpus(decision, active, owner, t, restart_of, first_start=False, layout=None, pins=None, name=None):
     """Update every active job's ``alloc`` and physical ``gpus`` from ``decision``; count restarts.
 
     A job whose counts per type are unchanged keeps its GPUs; the others
     first take back their own previous GPUs of a type that are still free,
     then the lowest free indices.  A job that held GPUs before and whose GPU
-    set changes (other GPUs, more, fewer, or none to some) restarts.  With ``first_start``
+    set changes (other GPUs, more, fewer, or none to some) restarts.  With a ``layout``
+    (nodes), movers are placed largest first, each type consolidated by
+    :func:`_consolidated`.  ``pins`` ({job_id: {type: GPU indices}}, from a
+    decision that named physical GPUs) are taken as named, before the other
+    movers; a named GPU held by a job that keeps its GPUs is an error.  With ``first_start``
     a job's first start also pays its restart delay (not counted as a restart).  Returns
     the ids of the jobs that restarted.
     """
     moved = []
     restarted = set()
+    pins = pins or {}
     for jid, run in active.items():
         new = decision.get(jid, {})
-        if new == run.alloc:
+        pin = pins.get(jid)
+        if new == run.alloc and (pin is None or all(set(v) == set(run.gpus.get(g, ())) for g, v in pin.items())):
             continue
         for g, idx in run.gpus.items():  # release first, so movers can take them
             owner[g][list(idx)] = -1
         moved.append((run, new))
     for run, new in moved:
+        for g, idx in pins.get(run.job.job_id, {}).items():
+            held = owner[g][list(idx)]
+            if (held >= 0).any():
+                k = idx[int(np.argmax(held >= 0))]
+                raise InvalidOptionError(
+                    f"policy {name!r} named GPU {k} of type {g!r} for job {run.job.job_id}, but job "
+                    f"{int(owner[g][k])} keeps it (its allocation did not change). Fix: name free GPUs "
+                    "(state.free, and the GPUs of the jobs you move), or name that job's GPUs too."
+                )
+    if layout is not None or pins:
+        # named GPUs first (they are fixed), then the largest movers first (Gavel: consolidate the big jobs)
+        moved.sort(key=lambda m: (m[0].job.job_id not in pins, -sum(m[1].values()), m[0].job.job_id))
+    for run, new in moved:
         before = run.gpus
         gpus = {}
+        pin = pins.get(run.job.job_id, {})
         for g, n in new.items():
+            if g in pin:
+                owner[g][list(pin[g])] = run.job.job_id
+                gpus[g] = pin[g]
+                continue
+            if layout is not None:
+                take = _consolidated(owner[g], layout.node_of[g], n, before.get(g, ()))
+                owner[g][take] = run.job.job_id
+                gpus[g] = tuple(sorted(int(k) for k in take))
+                continue
             free_own = [k for k in before.get(g, ()) if owner[g][k] < 0][:n]
             take = list(free_own)
             if len(take) < n:

@@ -61,7 +61,7 @@ def _sweep_iv(policies, rates, seeds, n_jobs, cluster, restart, measure, round_s
     from .simulator import _setup_iv
     from .trace import JOB_TABLES
 
-    table, _, _ = _setup_iv(None, cluster, round_s)
+    table, _, _, _ = _setup_iv(None, cluster, round_s)
     ProgressModel(table, restart)
     if policy_options is not None and not isinstance(policy_options, dict):
         raise InvalidOptionError(f"policy_options must be None or a dict {{policy: {{option: value}}}}; got "
