@@ -1,5 +1,6 @@
 """SMP with a network topology (docs/model.md §3.13): feasible, reproducible, near brute force; flat path unchanged."""
 
+import math
 import hashlib
 
 import numpy as np
@@ -140,3 +141,30 @@ def test_flat_path_unchanged(name, variant, backend):
     digest = hashlib.sha1(np.ascontiguousarray(pl.worker_job, dtype=np.int64).tobytes()).hexdigest()[:16]
     assert digest == FLAT[name, variant]
     assert "topology" not in pl.info
+
+
+def test_compound_steps_never_give_a_job_a_type_it_cannot_run():
+    """Regression: a kick that takes a whole node put job 0 on a K80 (throughput 0) in the online run."""
+    node = [1, 1, 1, 5, 5] + [v for v in range(18, 27) for _ in range(4)]
+    p = hp.Problem([[899.749643176527, 664.4668811760423, 0.0], [928.6191550966714, 384.6095064834309, 161.92755895516262]],
+                   [5, 0, 36], [512, 10], [185317.46510164306, 2958803.368805737], grad_bytes=[1e8, 8e7],
+                   bandwidth=1.25e9, node=node, node_bandwidth=math.inf)
+    for backend in ("python", "numba", "cython"):
+        if backend == "cython" and not _cython_available():
+            continue
+        pl = hp.place(p, "smp", seed=10593509024969495158, samples=8, backend=backend, threads=1)
+        assert hp.is_feasible(p, pl.worker_job)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_zero_throughput_types_stay_unused(seed):
+    rng = np.random.default_rng([seed, 31])
+    p = tiny_topology(seed, n_workers=int(rng.integers(5, 9)))
+    rho = p.throughput.copy()
+    rho[rng.integers(p.n_jobs), rng.integers(p.n_types)] = 0.0
+    try:
+        q = hp.Problem(rho, p.type_counts, p.batch, p.iterations, p.grad_bytes, p.bandwidth, **p.topology.args())
+    except hp.HetplaceError:
+        return
+    for s in range(4):
+        assert hp.is_feasible(q, hp.place(q, "smp", seed=s).worker_job)

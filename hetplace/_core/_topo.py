@@ -210,6 +210,23 @@ def _same(wj: cython.longlong[::1], node: cython.const[cython.longlong][::1],
 
 
 @cython.cfunc
+@cython.inline
+@cython.nogil
+@cython.exceptval(check=False)
+def _runs(rho: cython.const[cython.double][:, ::1], wj: cython.const[cython.longlong][::1],
+          out: cython.const[cython.longlong][::1]) -> cython.bint:
+    """Every worker that ``out`` gives a new job can run it (``rho > 0``): compound steps move
+    workers without looking at their rates, so a step that puts a job on a type it cannot use
+    is not a step (it would price as a worker adding nothing)."""
+    K: cython.Py_ssize_t = wj.shape[0]
+    k: cython.Py_ssize_t
+    for k in range(K):
+        if out[k] != wj[k] and out[k] >= 0 and rho[out[k], k] <= 0.0:
+            return False
+    return True
+
+
+@cython.cfunc
 @cython.nogil
 @cython.exceptval(check=False)
 def _compound(node: cython.const[cython.longlong][::1], node_rack: cython.const[cython.longlong][::1],
@@ -468,6 +485,8 @@ def topo_descent(rho: cython.const[cython.double][:, ::1], jp: cython.const[cyth
                         continue
                     if not _compound(node, node_rack, avail, wj, st, cnt, cost2, i, level, v, trial):
                         continue
+                    if not _runs(rho, wj, trial):
+                        continue
                     t2 = _rebuild(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, current, trial, X2, st2,
                                   cnt2, cntr2, cost2)
                     if t2 < best_total:  # the first improving one
@@ -559,6 +578,8 @@ def topo_ils(rho: cython.const[cython.double][:, ::1], jp: cython.const[cython.d
             if level == 0 and (capn[d] < st[i, 0] or cnt[i, d] == st[i, 0]):
                 continue
         if not _compound(node, node_rack, avail, wj, st, cnt, cost2, i, level, d, trial):
+            continue
+        if not _runs(rho, wj, trial):
             continue
         for k in range(K):
             wj[k] = trial[k]
