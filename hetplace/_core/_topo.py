@@ -214,15 +214,18 @@ def _same(wj: cython.longlong[::1], node: cython.const[cython.longlong][::1],
 @cython.nogil
 @cython.exceptval(check=False)
 def _runs(rho: cython.const[cython.double][:, ::1], wj: cython.const[cython.longlong][::1],
-          out: cython.const[cython.longlong][::1]) -> cython.bint:
-    """Every worker that ``out`` gives a new job can run it (``rho > 0``): compound steps move
-    workers without looking at their rates, so a step that puts a job on a type it cannot use
-    is not a step (it would price as a worker adding nothing)."""
+          out: cython.longlong[::1]) -> cython.bint:
+    """Leave idle every worker that ``out`` gives a job it cannot run (``rho <= 0``); True.
+
+    Compound steps move workers without looking at their rates; such a worker would price as
+    a worker adding nothing and make the placement infeasible.  Idling it keeps the step's
+    intent (the job takes the rest of the node; the worker is free for the next descent).
+    """
     K: cython.Py_ssize_t = wj.shape[0]
     k: cython.Py_ssize_t
     for k in range(K):
         if out[k] != wj[k] and out[k] >= 0 and rho[out[k], k] <= 0.0:
-            return False
+            out[k] = -1
     return True
 
 
