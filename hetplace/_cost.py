@@ -163,6 +163,7 @@ class Topology:
 
 
 def _frozen(arr):
+    """``arr`` as a C-contiguous read-only array (the Problem's and the cost model's attributes)."""
     arr = np.ascontiguousarray(arr)
     arr.setflags(write=False)
     return arr
@@ -257,15 +258,19 @@ class HierarchicalRing:
             scale = np.where(np.isinf(best), 0.0, ring_fraction(np.arange(K + 1)) / best)
         self.floor_scale = _frozen(scale)
 
+    @staticmethod
+    def _per(volume, b):
+        """``volume / b``, 0 where ``b`` is inf (elementwise, broadcast)."""
+        b = np.asarray(b, dtype=np.float64)
+        return np.where(np.isinf(b), 0.0, volume / np.where(np.isinf(b), 1.0, b))
+
     def _at(self, b):
-        """``T_i D_i / b`` (0 where ``b`` is inf), elementwise over jobs (or broadcast with ``b``)."""
-        return np.where(np.isinf(b), 0.0, self.volume / np.where(np.isinf(b), 1.0, b))
+        """``T_i D_i / b`` of every job (0 when ``b`` is inf)."""
+        return self._per(self.volume, b)
 
     def at_bandwidth(self, jobs, n, b):
         """Communication of ``jobs[t]`` on ``n[t]`` workers whose ring runs at ``b[t]`` bytes/s (elementwise)."""
-        b = np.asarray(b, dtype=np.float64)
-        coef = np.where(np.isinf(b), 0.0, self.volume[jobs] / np.where(np.isinf(b), 1.0, b))
-        return coef * ring_fraction(n)
+        return self._per(self.volume[jobs], b) * ring_fraction(n)
 
     def time(self, jobs, n, worker_job=None):
         """Communication time of ``jobs[t]`` on ``n[t]`` workers of ``worker_job`` (required here)."""

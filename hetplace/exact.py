@@ -710,15 +710,25 @@ def _solve_brute(problem, t0, time_limit, verbose):
     else:
         total = brute_force(*args)
     if stop[0] == _interrupt.DEADLINE:  # the best assignment so far, or the greedy incumbent
-        found = evaluate(problem, best, method="exact", info=info) if np.isfinite(total) else None
-        msg = (f"time_limit={time_limit} s ran out before the enumeration ended; the best placement "
-               "found is returned, not an optimum, and the bound is mean(jct_alone)")
-        return _greedy_result(problem, t0, "feasible", msg, float(np.mean(problem.jct_alone)), "brute",
-                              "brute", info, verbose, best=found)
+        return _brute_out_of_time(problem, t0, time_limit, best if np.isfinite(total) else None, info, verbose)
     if not np.isfinite(total):  # pragma: no cover - Problem() rejects uncoverable instances
         return ExactResult("infeasible", "no assignment gives every job a worker", None, None,
                            time.perf_counter() - t0, "brute", "brute")
-    info["brute_total_jct"] = float(total)
+    return _brute_optimum(problem, t0, float(total), best, n, info, verbose)
+
+
+def _brute_out_of_time(problem, t0, time_limit, best, info, verbose):
+    """Brute force stopped by ``time_limit``: the best assignment found (or the greedy incumbent), "feasible"."""
+    found = evaluate(problem, best, method="exact", info=info) if best is not None else None
+    msg = (f"time_limit={time_limit} s ran out before the enumeration ended; the best placement "
+           "found is returned, not an optimum, and the bound is mean(jct_alone)")
+    return _greedy_result(problem, t0, "feasible", msg, float(np.mean(problem.jct_alone)), "brute",
+                          "brute", info, verbose, best=found)
+
+
+def _brute_optimum(problem, t0, total, best, n, info, verbose):
+    """The result of a finished enumeration of ``n`` assignments whose best is ``best`` (total ``total``)."""
+    info["brute_total_jct"] = total
     placement = evaluate(problem, best, method="exact", info=info)
     wall = time.perf_counter() - t0
     if verbose:
@@ -763,18 +773,8 @@ def _solve_brute_topology(problem, t0, time_limit, verbose):
                 best_total, best_wj = float(total[r]), wj[r].copy()
         start += _BRUTE_CHUNK
         if time.perf_counter() > deadline:
-            found = evaluate(problem, best_wj, method="exact", info=info) if best_wj is not None else None
-            msg = (f"time_limit={time_limit} s ran out before the enumeration ended; the best placement "
-                   "found is returned, not an optimum, and the bound is mean(jct_alone)")
-            return _greedy_result(problem, t0, "feasible", msg, float(np.mean(problem.jct_alone)), "brute",
-                                  "brute", info, verbose, best=found)
-    info["brute_total_jct"] = best_total
-    placement = evaluate(problem, best_wj, method="exact", info=info)
-    wall = time.perf_counter() - t0
-    if verbose:
-        print(f"brute force: {n:,} assignments, {wall:.3f} s")
-    return ExactResult("optimal", "optimal (exhaustive enumeration)", placement,
-                       placement.mean_jct, wall, "brute", "brute", info)
+            return _brute_out_of_time(problem, t0, time_limit, best_wj, info, verbose)
+    return _brute_optimum(problem, t0, best_total, best_wj, n, info, verbose)
 
 
 def _worker_classes(problem, grouping):

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 import numpy as np
 
 # MAX_WORKERS, MAX_TABLE_CELLS and min_worker_flow keep their home here for callers (baselines, io, bench)
-from ._cost import HierarchicalRing, RingAllReduce, Topology, comm_cost, job_time
+from ._cost import HierarchicalRing, RingAllReduce, Topology, _frozen, comm_cost, job_time
 from ._problem_iv import (  # noqa: F401
     _topology_iv,
     MAX_TABLE_CELLS, MAX_WORKERS, _compact, _problem_iv, _weight_iv, min_worker_flow,
@@ -33,12 +33,6 @@ def _index_arg(name, value, lo, hi, what):
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or not lo <= value <= hi:
         raise InvalidProblemError(f"{name} must be {what}, an integer in [{lo}, {hi}]; got {value!r}.")
     return int(value)
-
-
-def _frozen(arr):
-    arr = np.ascontiguousarray(arr)
-    arr.setflags(write=False)
-    return arr
 
 
 class Problem:
