@@ -242,3 +242,42 @@ def test_one_error_for_a_missing_cython_backend_everywhere(monkeypatch):
         with pytest.raises(BackendUnavailableError, match="backend='cython'") as info:
             call()
         assert isinstance(info.value, InvalidOptionError) and isinstance(info.value, MissingDependencyError)
+
+
+def test_a_numba_kernel_compiles_once_for_read_only_and_writable_inputs():
+    """Inputs reach a Numba kernel read-only whatever the caller passed (one compilation, not two).
+
+    A frozen Problem array is read-only, a fresh one writable, and Numba compiled a kernel once
+    for each: the fast suite spent minutes on it, an embedding scheduler a stall of seconds.
+    """
+    import numba
+
+    if numba.config.DISABLE_JIT:
+        pytest.skip("the JIT is off")
+    from tests.instances import tiny_topology
+
+    nb = _source.load("_topo", "numba")
+    p = tiny_topology(3, n_workers=6, n_jobs=2)
+    rows = np.array([hp.place(p, "greedy").worker_job], dtype=np.int64)
+    topo = p.topology
+    args = [rows, p.worker_type, p.n_types, topo.node, topo.node_rack, topo.node_bandwidth, topo.rack is not None,
+            p.available.astype(np.uint8), p.class_speed, np.zeros((1, p.n_jobs), dtype=np.uint8), 1]
+
+    def variant(write):
+        out = []
+        for a in args:
+            if isinstance(a, np.ndarray):
+                a = a.copy()
+                a.flags.writeable = write
+            out.append(a)
+        return out
+
+    def compiled():  # the driver's serial and parallel compilations (which one runs depends on Numba's threads)
+        return len(nb._pack_rows_kernel.serial.signatures) + len(nb._pack_rows_kernel.parallel.signatures)
+
+    first = nb.topo_pack_rows(*variant(True))
+    before = compiled()
+    assert before >= 1
+    second = nb.topo_pack_rows(*variant(False))
+    assert compiled() == before
+    np.testing.assert_array_equal(first, second)

@@ -31,6 +31,11 @@ way in every backend.  ``from cython.cimports.libc.math import log, ...`` is
 served by the C library's functions as Python's :mod:`math` has them (``floor``
 returning a float, as C's does).
 
+Called from Python, a Numba kernel receives the arrays of its ``cython.const``
+parameters as read-only views (:func:`_read_only`): Numba types a read-only
+array apart from a writable one, and would compile the kernel again for each
+mix.
+
 Numba's on-disk cache keys on the source file, which is the real ``.py``; the
 compiled namespace is registered as ``hetplace._core.<name>_numba`` because
 Numba re-imports a function's module by name when it loads a cached kernel.
@@ -212,6 +217,71 @@ class _PlainPrange(ast.NodeTransformer):
         return node
 
 
+def _const_positions(node):
+    """Positions of the parameters of kernel ``node`` annotated ``cython.const[...]`` (its inputs)."""
+    return tuple(i for i, a in enumerate(node.args.args)
+                 if a.annotation is not None and "const" in ast.unparse(a.annotation))
+
+
+def _read_only(kernel, positions):
+    """``kernel`` called from Python with the arrays at ``positions`` passed as read-only views.
+
+    Numba compiles a kernel once per argument type, and a read-only array is
+    another type than a writable one: an input that is sometimes a frozen
+    :class:`~hetplace.problem.Problem` array and sometimes a fresh one compiled
+    the same kernel two to sixteen times (minutes of compilation on a cold
+    cache, and a first-call stall of seconds in an embedding scheduler).
+    Every input a kernel declares ``cython.const`` reaches it read-only, so
+    each kernel compiles once per real signature.
+    """
+    import numpy as np
+
+    ndarray = np.ndarray
+
+    def entry(*args):
+        args = list(args)
+        for i in positions:
+            if i < len(args):
+                a = args[i]
+                if type(a) is ndarray and a.flags.writeable:
+                    a = a.view()
+                    a.flags.writeable = False
+                    args[i] = a
+        return kernel(*args)
+
+    entry.__name__, entry.__qualname__, entry.__doc__ = kernel.__name__, kernel.__qualname__, kernel.__doc__
+    entry.kernel = kernel
+    return entry
+
+
+class _Globals(dict):
+    """The globals of a module's plain Python functions: its read-only entries, then the module."""
+
+    __slots__ = ("module",)
+
+    def __missing__(self, name):
+        return self.module[name]
+
+
+def _read_only_entries(module, const, plain):
+    """Give ``module``'s plain Python functions read-only entries to its kernels (see :func:`_read_only`).
+
+    Kernels calling kernels keep the compiled functions (Numba resolves those
+    at compilation, from the module); only the calls from Python go through an
+    entry.  The module's attributes stay the compiled kernels, which other
+    single-source modules import.
+    """
+    scope = _Globals((name, _read_only(getattr(module, name), pos)) for name, pos in const.items() if pos)
+    scope.module = module.__dict__
+    scope["__builtins__"] = module.__dict__["__builtins__"]  # read when a function is made, not via __missing__
+    for name in plain:
+        fn = module.__dict__[name]
+        new = types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__)
+        new.__kwdefaults__, new.__doc__, new.__qualname__ = fn.__kwdefaults__, fn.__doc__, fn.__qualname__
+        new.__module__ = fn.__module__
+        module.__dict__[name] = new
+
+
 _loaded = {}
 
 
@@ -262,6 +332,9 @@ def load(name, backend):
         tree = ast.parse(f.read(), path)
     kernels = {node.name: (_calls_prange(node), _is_inline(node)) for node in tree.body
                if isinstance(node, ast.FunctionDef) and _is_kernel(node)}
+    const = {node.name: _const_positions(node) for node in tree.body
+             if isinstance(node, ast.FunctionDef) and _is_kernel(node)}
+    plain = [node.name for node in tree.body if isinstance(node, ast.FunctionDef) and not _is_kernel(node)]
     if backend == "numba":
         import numba
         import numpy as np
@@ -295,6 +368,8 @@ def load(name, backend):
             if par:
                 compiled = _with_serial(numba, fn, compiled, dict(options, parallel=False))
             setattr(module, fname, compiled)
+        if not numba.config.DISABLE_JIT:
+            _read_only_entries(module, const, plain)
         sys.modules[module.__name__] = module
     _loaded[key] = module
     return module
