@@ -127,12 +127,7 @@ class MatchingResult(Result):
               "backend")
     STATUSES = ("optimal", "infeasible")
     SUCCESS = ("optimal",)
-
-    def __repr__(self):
-        return (
-            f"MatchingResult(form={self.form!r}, status={self.status!r}, "
-            f"welfare={self.welfare:.6g}, rounds={self.rounds}, bids={self.bids})"
-        )
+    SHOWN = ("form", "status", "welfare", "rounds", "bids")
 
 
 class MarketResult(Result):
@@ -166,12 +161,7 @@ class MarketResult(Result):
     FIELDS = ("worker_job", "total_jct", "mean_jct", "filled", "rounds", "bids", "form", "backend")
     STATUSES = ("filled", "unfilled")
     SUCCESS = ("filled",)
-
-    def __repr__(self):
-        return (
-            f"MarketResult(form={self.form!r}, total_jct={self.total_jct:.6g}, "
-            f"filled={self.filled}, rounds={self.rounds})"
-        )
+    SHOWN = ("form", "total_jct", "filled", "rounds")
 
 
 # ----------------------------------------------------------------------------
