@@ -11,7 +11,7 @@ from .errors import InvalidOptionError, InvalidProblemError
 __all__ = [
     "check_choice", "check_seed", "check_options", "check_positive_int", "check_time_limit",
     "REAL_MIN", "REAL_MAX", "COUNT_MAX", "float64_copy", "check_real_range", "exact_int_sum", "check_count_total",
-    "is_real_scalar", "as_real_array", "as_bool_array", "nested_holds",
+    "is_real_scalar", "as_array", "as_real_array", "as_bool_array", "nested_holds",
 ]
 
 
@@ -115,6 +115,12 @@ REAL_MAX = 1e30
 COUNT_MAX = 2**53
 
 
+def _at_index(idx):
+    """`` at index i`` (``i`` a tuple of indices past one dimension) for an error message; "" for a scalar's ``()``."""
+    idx = tuple(int(i) for i in idx)
+    return "" if not idx else f" at index {idx[0] if len(idx) == 1 else idx}"
+
+
 def check_real_range(name, arr, error=InvalidOptionError, fix="Rescale the units (e.g. per hour instead of per second).",
                      lo=REAL_MIN, hi=REAL_MAX):
     """Raise ``error`` unless every non-zero entry of ``arr`` has magnitude in [lo, hi].
@@ -130,10 +136,9 @@ def check_real_range(name, arr, error=InvalidOptionError, fix="Rescale the units
     bad = (a != 0) & ~((a >= lo) & (a <= hi))
     if bad.any():
         idx = tuple(int(i) for i in np.argwhere(bad)[0]) if a.ndim else ()
-        at = "" if not idx else f" at index {idx[0] if len(idx) == 1 else idx}"
         raise error(
             f"{name} must have a magnitude in [{lo:g}, {hi:g}] where it is not 0 (the supported range); "
-            f"got {float(values[idx])!r}{at}. {fix}"
+            f"got {float(values[idx])!r}{_at_index(idx)}. {fix}"
         )
     return arr
 
@@ -204,6 +209,24 @@ def is_real_scalar(value):
     return True
 
 
+def as_array(value, name, what, tail="", error=InvalidOptionError):
+    """``np.asarray(value)``; a string, or what numpy cannot turn into an array, raises ``error``.
+
+    The first step of every array input: the message says ``name`` must be
+    ``what``, names what was received, and ends with ``tail`` (the fix,
+    with its leading space).  A string is refused before numpy sees it (numpy
+    would make a 0-d string array of it).
+    """
+    if isinstance(value, (str, bytes)):
+        raise error(f"{name} must be {what}; got the string {value!r}.{tail}")
+    try:
+        return np.asarray(value)
+    except (TypeError, ValueError) as exc:
+        raise error(
+            f"{name} must be {what}; got {type(value).__name__} that numpy cannot turn into an array ({exc}).{tail}"
+        ) from None
+
+
 def as_real_array(value, name, what="numbers", shape_text="", error=InvalidOptionError):
     """``value`` as a numpy array whose every element is a real number; raise ``error`` otherwise.
 
@@ -216,14 +239,7 @@ def as_real_array(value, name, what="numbers", shape_text="", error=InvalidOptio
     ``what`` completes "``name`` must be ..."; ``shape_text`` says what to pass.
     """
     tail = f" Pass {shape_text}." if shape_text else ""
-    if isinstance(value, (str, bytes)):
-        raise error(f"{name} must be {what}; got the string {value!r}.{tail}")
-    try:
-        raw = np.asarray(value)
-    except (TypeError, ValueError) as exc:
-        raise error(
-            f"{name} must be {what}; got {type(value).__name__} that numpy cannot turn into an array ({exc}).{tail}"
-        ) from None
+    raw = as_array(value, name, what, tail, error)
     kind = raw.dtype.kind
     nested = isinstance(value, (list, tuple))
     if kind in "iuf" and not nested:
@@ -239,7 +255,6 @@ def as_real_array(value, name, what="numbers", shape_text="", error=InvalidOptio
         idx, bad = np.unravel_index(j, scan.shape), flat[j]
     else:
         idx, bad = np.unravel_index(0, raw.shape), raw.ravel()[0].item()
-    at = "" if not idx else f" at index {int(idx[0]) if len(idx) == 1 else tuple(int(i) for i in idx)}"
     kind_text = (
         "None" if bad is None
         else "a bool" if isinstance(bad, (bool, np.bool_))
@@ -248,7 +263,7 @@ def as_real_array(value, name, what="numbers", shape_text="", error=InvalidOptio
         else f"a {type(bad).__name__}"
     )
     got = kind_text if bad is None else f"{kind_text}, {bad!r}"
-    raise error(f"{name} must be {what} (real, not bool or complex); got {got}{at}.{tail}")
+    raise error(f"{name} must be {what} (real, not bool or complex); got {got}{_at_index(idx)}.{tail}")
 
 
 # ------------------------------------------------------------------ bools
@@ -262,15 +277,7 @@ def as_bool_array(value, name, shape_text="", error=InvalidOptionError):
     index.  ``shape_text`` says what to pass.
     """
     tail = f" Pass {shape_text}." if shape_text else ""
-    if isinstance(value, (str, bytes)):
-        raise error(f"{name} must be bools (True/False); got the string {value!r}.{tail}")
-    try:
-        raw = np.asarray(value)
-    except (TypeError, ValueError) as exc:
-        raise error(
-            f"{name} must be bools (True/False); got {type(value).__name__} that numpy cannot turn into "
-            f"an array ({exc}).{tail}"
-        ) from None
+    raw = as_array(value, name, "bools (True/False)", tail, error)
     nested = isinstance(value, (list, tuple))
     if (raw.dtype.kind == "b" and not nested) or raw.size == 0:
         return raw.astype(bool)
@@ -281,9 +288,8 @@ def as_bool_array(value, name, shape_text="", error=InvalidOptionError):
         return np.array(flat, dtype=bool).reshape(scan.shape)
     j = ok.index(False)
     idx, bad = np.unravel_index(j, scan.shape), flat[j]
-    at = "" if not idx else f" at index {int(idx[0]) if len(idx) == 1 else tuple(int(i) for i in idx)}"
     got = "None" if bad is None else f"{type(bad).__name__} {bad!r}"
-    raise error(f"{name} must be bools (True/False), not numbers or strings; got {got}{at}.{tail}")
+    raise error(f"{name} must be bools (True/False), not numbers or strings; got {got}{_at_index(idx)}.{tail}")
 
 
 def float64_copy(raw, name, fix):

@@ -24,7 +24,6 @@ proven optimal: a time-limited MILP stops wherever the clock finds it, so its
 incumbent and bound (and the ``gap_to="bound"`` rows) can differ between runs.
 """
 
-import csv
 import datetime
 import json
 import math
@@ -51,6 +50,7 @@ from .data import gavel_path as _gavel_path
 from .errors import InvalidOptionError, MissingDependencyError
 from .instances import ALL_FAMILIES as _ALL_FAMILIES, FAMILIES as _FAMILIES
 from .problem import MAX_WORKERS
+from ._results_dir import add_plots, write_csv, write_json
 
 __all__ = [
     "ExecutorError",
@@ -393,29 +393,15 @@ class SweepResult:
         """
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        paths = {}
-        p = out / "results.csv"
-        with open(p, "w", newline="", encoding="utf-8") as f:
-            w = csv.writer(f)
-            w.writerow(COLUMNS)
-            for r in self.rows:
-                w.writerow(["" if (isinstance(r[c], float) and math.isnan(r[c])) else
-                            (repr(r[c]) if isinstance(r[c], float) else r[c]) for c in COLUMNS])
-        paths["csv"] = p
-        p = out / "results.json"
         doc = {"meta": self.meta, "spec": self.spec.to_dict(), "columns": list(COLUMNS),
                "rows": [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()}
                         for r in self.rows]}
-        p.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-        paths["json"] = p
-        p = out / "summary.md"
-        p.write_text(summary_markdown(self), encoding="utf-8")
-        paths["summary"] = p
+        paths = {"csv": write_csv(out / "results.csv", COLUMNS, self.rows),
+                 "json": write_json(out / "results.json", doc),
+                 "summary": out / "summary.md"}
+        paths["summary"].write_text(summary_markdown(self), encoding="utf-8")
         if plots:
-            try:
-                paths.update(_plot(self, out))
-            except MissingDependencyError as exc:
-                paths["plots_skipped"] = str(exc)
+            add_plots(paths, lambda: _plot(self, out))
         return paths
 
 

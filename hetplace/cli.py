@@ -26,6 +26,7 @@ when the output pipe is closed early (``hetplace place ... | head``); 130 interr
 
 import argparse
 import json
+import math
 import os
 import shlex
 import sys
@@ -44,26 +45,34 @@ def _say(text):
     if sys.stderr is not None:
         sys.stderr.write(text)
 
+def _number(text, cast, ok, expected, out_of_range):
+    """``cast(text)`` when it parses and passes ``ok``, else argparse's error naming what was expected.
+
+    The message is "expected <expected>; got <text>" when ``text`` does not
+    parse, "expected <out_of_range>; got <text>" when its value fails ``ok``.
+    """
+    try:
+        v = cast(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {expected}; got {text!r}") from None
+    if not ok(v):
+        raise argparse.ArgumentTypeError(f"expected {out_of_range}; got {text!r}")
+    return v
+
+
 def _time_limit(text):
     if text.strip().lower() in ("none", "0", "inf"):
         return None
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds (a positive number) or 'none'; got {text!r}") from None
-    if not v > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds or 'none'; got {text!r}")
-    return v
+    return _number(text, float, lambda v: v > 0, "seconds (a positive number) or 'none'",
+                   "a positive number of seconds or 'none'")
 
 
 def _positive_int(text):
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer; got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer; got {text!r}")
-    return v
+    return _number(text, int, lambda v: v >= 1, "a positive integer", "a positive integer")
+
+
+def _positive_float(text):
+    return _number(text, float, lambda v: 0 < v < math.inf, "a positive number", "a positive, finite number")
 
 
 def _build_parser():
@@ -180,16 +189,6 @@ def _build_parser():
     sim.add_argument("--no-progress", action="store_true", help="no progress bar")
     sim.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     return parser
-
-
-def _positive_float(text):
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number; got {text!r}") from None
-    if not (v > 0 and v < float("inf")):
-        raise argparse.ArgumentTypeError(f"expected a positive, finite number; got {text!r}")
-    return v
 
 
 def _window(text):

@@ -351,9 +351,7 @@ def read_cluster(path):
         raise InputFileError(path, "no GPU types are defined.",
                              "add one [[types]] table per GPU type with name = \"...\" and count = N "
                              "(or [[nodes]] tables).", field="types")
-    if not isinstance(types, list) or not types or not all(isinstance(t, dict) for t in types):
-        raise InputFileError(path, "'types' must be an array of tables.",
-                             "write one [[types]] section per GPU type (double brackets).", field="types")
+    _check_tables(path, types, "types", "write one [[types]] section per GPU type (double brackets).")
     node_gpus = {}
     if nodes is not None:
         for e in nodes:
@@ -363,10 +361,7 @@ def read_cluster(path):
     names, counts, labels, seen = [], [], [], set()
     for j, t in enumerate(types):
         label = f"[[types]] #{j + 1}" + (f" ({t['name'][:40]})" if isinstance(t.get("name"), str) else "")
-        for key in t:
-            if key not in _TYPE_KEYS:
-                raise InputFileError(path, f"unknown key {_short(key)}.", f"use only {', '.join(_TYPE_KEYS)}.",
-                                     field=f"{label}, key {_short(key)}")
+        _check_keys(path, t, _TYPE_KEYS, label)
         name = t.get("name")
         if not isinstance(name, str) or not name.strip() or not re.fullmatch(r"[A-Za-z0-9_.\-]+", name.strip()):
             raise InputFileError(path, f"name must be a non-empty string of letters, digits, '_', '-' or '.'; got {_short(name)}.",
@@ -466,21 +461,30 @@ def _rack_label(value):
     return str(value).strip() or None
 
 
+def _check_tables(path, raw, name, fix, empty=False):
+    """Refuse ``raw`` unless it is an array of tables (``[[name]]`` sections), non-empty unless ``empty``."""
+    if not isinstance(raw, list) or not (raw or empty) or not all(isinstance(t, dict) for t in raw):
+        raise InputFileError(path, f"'{name}' must be an array of tables.", fix, field=name)
+
+
+def _check_keys(path, table, keys, label):
+    """Refuse a key of ``table`` (the TOML table ``label``, e.g. "[[nodes]] #2") that is not one of ``keys``."""
+    for key in table:
+        if key not in keys:
+            raise InputFileError(path, f"unknown key {_short(key)}.", f"use only {', '.join(keys)}.",
+                                 field=f"{label}, key {_short(key)}")
+
+
 def _read_nodes(path, doc):
     """The ``[[nodes]]`` tables as dicts (count, type, gpus, bandwidth, rack, label), in file order; None without."""
     raw = doc.get("nodes")
     if raw is None:
         return None
-    if not isinstance(raw, list) or not raw or not all(isinstance(t, dict) for t in raw):
-        raise InputFileError(path, "'nodes' must be an array of tables.",
-                             "write one [[nodes]] section per kind of node (double brackets).", field="nodes")
+    _check_tables(path, raw, "nodes", "write one [[nodes]] section per kind of node (double brackets).")
     out = []
     for j, t in enumerate(raw):
         label = f"[[nodes]] #{j + 1}"
-        for key in t:
-            if key not in _NODE_KEYS:
-                raise InputFileError(path, f"unknown key {_short(key)}.", f"use only {', '.join(_NODE_KEYS)}.",
-                                     field=f"{label}, key {_short(key)}")
+        _check_keys(path, t, _NODE_KEYS, label)
         count = _positive_int(path, t.get("count", 1), f"{label}, key 'count'",
                               "write how many such nodes, e.g. count = 4 (no quotes; default 1).")
         name = t.get("type")
@@ -546,16 +550,11 @@ def _topology(path, nodes, names, doc, cluster):
                                    "e.g. rack_bandwidth = \"200Gbit/s\" (the links between the nodes of a rack).")
     per_rack = {}
     racks = doc.get("racks", [])
-    if not isinstance(racks, list) or not all(isinstance(t, dict) for t in racks):
-        raise InputFileError(path, "'racks' must be an array of tables.",
-                             "write one [[racks]] section per rack (double brackets), with name and bandwidth.",
-                             field="racks")
+    _check_tables(path, racks, "racks", "write one [[racks]] section per rack (double brackets), with name and "
+                  "bandwidth.", empty=True)
     for j, t in enumerate(racks):
         label = f"[[racks]] #{j + 1}"
-        for key in t:
-            if key not in _RACK_KEYS:
-                raise InputFileError(path, f"unknown key {_short(key)}.", f"use only {', '.join(_RACK_KEYS)}.",
-                                     field=f"{label}, key {_short(key)}")
+        _check_keys(path, t, _RACK_KEYS, label)
         name = _rack_label(t.get("name"))
         if name is None:
             raise InputFileError(path, f"name must be the rack's name as [[nodes]] write it; got {_short(t.get('name'))}.",
@@ -904,7 +903,9 @@ def _writing(path):
         raise OutputFileError(path, exc.strerror or type(exc).__name__) from None
 
 
-def _problem_arg(problem):
+def _problem_output(path, problem):
+    """``path`` as a Path, once ``problem`` is a Problem that the cluster TOML and job CSV can hold."""
+    path = _output_path(path)
     if not isinstance(problem, Problem):
         raise InvalidProblemTypeError(f"problem must be a hetplace.Problem; got {type(problem).__name__}.")
     # the file formats have no fields for these yet: refuse rather than write a different problem
@@ -917,6 +918,7 @@ def _problem_arg(problem):
             f"the cluster TOML / job CSV formats cannot hold {' or '.join(lost)}, so writing this problem "
             "would lose them. Save it with json.dumps(problem.to_dict()) (read back with Problem.from_dict)."
         )
+    return path
 
 
 def _toml_str(s):
@@ -929,12 +931,13 @@ def write_cluster(path, problem, gavel=None):
     Raises
     ------
     InvalidOptionError
-        ``path`` is not a file path, or cannot be written (:class:`OutputFileError`).
+        ``path`` is not a file path, or cannot be written (:class:`OutputFileError`);
+        or ``problem`` has what the file formats cannot hold (workers that are
+        down, size bounds, a running placement, job weights).
     InvalidProblemTypeError
         ``problem`` is not a :class:`~hetplace.Problem`.
     """
-    path = _output_path(path)
-    _problem_arg(problem)
+    path = _problem_output(path, problem)
     nodes, order = _node_runs(problem) if problem.topology is not None else (None, np.arange(problem.n_workers))
     lines = []
     if gavel is not None:
@@ -1016,13 +1019,10 @@ def write_jobs(path, problem):
 
     Raises
     ------
-    InvalidOptionError
-        ``path`` is not a file path, or cannot be written (:class:`OutputFileError`).
-    InvalidProblemTypeError
-        ``problem`` is not a :class:`~hetplace.Problem`.
+    InvalidOptionError, InvalidProblemTypeError
+        As :func:`write_cluster`.
     """
-    path = _output_path(path)
-    _problem_arg(problem)
+    path = _problem_output(path, problem)
     with _writing(path), open(path, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         w.writerow(["name", *(f"throughput_{t}" for t in problem.type_names), "batch", "iterations", "grad_bytes"])

@@ -27,7 +27,7 @@ import numpy as np
 
 from ._core._registry import BACKEND_CHOICES as BACKENDS  # re-exported: the backend= choices
 from ._result import Result
-from ._validation import as_real_array, check_choice, check_real_range, exact_int_sum, float64_copy
+from ._validation import as_array, as_real_array, check_choice, check_real_range, exact_int_sum, float64_copy
 from .errors import (
     InvalidOptionError,
     InvalidPlacementError,
@@ -127,12 +127,7 @@ class MatchingResult(Result):
               "backend")
     STATUSES = ("optimal", "infeasible")
     SUCCESS = ("optimal",)
-
-    def __repr__(self):
-        return (
-            f"MatchingResult(form={self.form!r}, status={self.status!r}, "
-            f"welfare={self.welfare:.6g}, rounds={self.rounds}, bids={self.bids})"
-        )
+    SHOWN = ("form", "status", "welfare", "rounds", "bids")
 
 
 class MarketResult(Result):
@@ -166,12 +161,7 @@ class MarketResult(Result):
     FIELDS = ("worker_job", "total_jct", "mean_jct", "filled", "rounds", "bids", "form", "backend")
     STATUSES = ("filled", "unfilled")
     SUCCESS = ("filled",)
-
-    def __repr__(self):
-        return (
-            f"MarketResult(form={self.form!r}, total_jct={self.total_jct:.6g}, "
-            f"filled={self.filled}, rounds={self.rounds})"
-        )
+    SHOWN = ("form", "total_jct", "filled", "rounds")
 
 
 # ----------------------------------------------------------------------------
@@ -264,15 +254,7 @@ def _values_iv(values, allowed):
 
 def _int_vector(value, name, n, fix):
     """``value`` as a list of ``n`` exact Python ints (no int64 wrap-around on the way)."""
-    if isinstance(value, (str, bytes)):
-        raise InvalidProblemTypeError(f"{name} must be integers; got the string {value!r}. {fix}")
-    try:
-        arr = np.asarray(value)
-    except (TypeError, ValueError) as exc:
-        raise InvalidProblemTypeError(
-            f"{name} must be integers, shape ({n},); got {type(value).__name__} that numpy cannot "
-            f"turn into an array ({exc}). {fix}"
-        ) from None
+    arr = as_array(value, name, f"integers, shape ({n},)", f" {fix}", InvalidProblemTypeError)
     if arr.dtype.kind not in "iufO":
         raise InvalidProblemTypeError(
             f"{name} must be integers, shape ({n},); got dtype {arr.dtype}. {fix}"

@@ -98,10 +98,8 @@ def warn_missing_compiled(name, error=None):
 
     Parameters
     ----------
-    name : str
-        Module name inside ``hetplace._core``, e.g. ``"_openmp"``.
-    error : ImportError, optional
-        The import error, quoted in the message.
+    name, error
+        As for :func:`missing_compiled_message`.
 
     Warns
     -----

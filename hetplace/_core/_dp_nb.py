@@ -20,6 +20,18 @@ POLL_STATES = 256
 
 
 @nb.njit(**JIT)
+def _next_digits(digits, radix):
+    """Count the mixed-radix number ``digits`` (digit 0 least significant) up by one, in place."""
+    g = 0
+    while g < digits.shape[0]:
+        digits[g] += 1
+        if digits[g] < radix[g]:
+            return
+        digits[g] = 0
+        g += 1
+
+
+@nb.njit(**JIT)
 def type_dp(rho, work, size_cost, radix, penalty, keep, stop):
     """Minimum total JCT (restart losses included) over type-count matrices, with the argmin.
 
@@ -118,13 +130,7 @@ def type_dp(rho, work, size_cost, radix, penalty, keep, stop):
                     cost[y] += penalty[i]
             else:
                 cost[y] = np.inf
-            g = 0
-            while g < G:
-                e[g] += 1
-                if e[g] < radix[g]:
-                    break
-                e[g] = 0
-                g += 1
+            _next_digits(e, radix)
 
         # transitions: for every target state s, every y <= s digit-wise
         for g in range(G):
@@ -156,13 +162,7 @@ def type_dp(rho, work, size_cost, radix, penalty, keep, stop):
                     break
             nxt[s] = best
             back[i, s] = arg
-            g = 0
-            while g < G:
-                d[g] += 1
-                if d[g] < radix[g]:
-                    break
-                d[g] = 0
-                g += 1
+            _next_digits(d, radix)
         if stop[0] != 0:  # stage i unfinished: f is still f_{i-1}
             done = i
             break

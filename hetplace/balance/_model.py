@@ -138,10 +138,8 @@ def _equal_finish(speed, total, lo, hi, knee=0.0, offset=0.0):
 
     Returns
     -------
-    b : ndarray of float64, shape (n,)
-        ``sum(b) == total`` up to rounding, ``lo <= b <= hi``.
-    T : float
-        The model's least iteration time ``max_i t_i(b_i)``.
+    b, T
+        As :func:`equal_finish`, the checked entry point of this kernel.
 
     Notes
     -----
@@ -408,18 +406,15 @@ def _optimal_integer_allocation(speed, total, lo, hi, knee=0.0, offset=0.0):
 
     Parameters
     ----------
-    speed : ndarray of float64, shape (n,)
-        True samples/s above the knee, > 0.
-    total : int
+    speed, total, knee, offset
+        As :func:`_equal_finish` (``speed`` the true samples/s).
     lo, hi : ndarray of int64, shape (n,)
-        ``sum(lo) <= total <= sum(hi)``.
-    knee, offset : float or ndarray of float64, shape (n,)
+        Whole-number bounds with ``sum(lo) <= total <= sum(hi)``.
 
     Returns
     -------
-    b : ndarray of int64, shape (n,)
-    T : float
-        ``max_i t_i(b_i)``, the least possible over integer allocations.
+    b, T
+        As :func:`optimal_integer_allocation`, the checked entry point of this kernel.
 
     Notes
     -----
@@ -597,6 +592,10 @@ def optimal_integer_allocation(speed, total, lo, hi, knee=0.0, offset=0.0):
     ------
     InvalidProblemError, InvalidProblemTypeError, InvalidOptionError
         As :func:`equal_finish`.
+
+    Notes
+    -----
+    See :func:`_optimal_integer_allocation` (the unchecked kernel).
     """
     v, k, o = _curve_iv(speed, knee, offset)
     total = _total_iv(total)

@@ -1,7 +1,6 @@
 """Result of a simulation (docs/online.md §4): the per-job table and the figures of the contract."""
 
 import csv
-import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
@@ -9,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from .._deprecated import renamed
+from .._results_dir import write_csv, write_json
 from ..errors import MissingDependencyError
 
 __all__ = ["OnlineResult", "JOB_COLUMNS", "SUMMARY_KEYS"]
@@ -173,13 +173,7 @@ class OnlineResult:
 
     def write_csv(self, path):
         """Write the per-job table to ``path`` (CSV, :data:`JOB_COLUMNS`; empty cells for NaN)."""
-        with open(path, "w", newline="", encoding="utf-8") as f:
-            w = csv.writer(f)
-            w.writerow(JOB_COLUMNS)
-            for row in self.job_rows():
-                w.writerow(["" if isinstance(v, float) and math.isnan(v) else (repr(v) if isinstance(v, float) else v)
-                            for v in row.values()])
-        return Path(path)
+        return Path(write_csv(path, JOB_COLUMNS, self.job_rows()))
 
     def write(self, out_dir, stem=None):
         """Write ``<stem>_jobs.csv``, ``<stem>_rounds.csv`` and ``<stem>_summary.json`` to ``out_dir``.
@@ -198,9 +192,7 @@ class OnlineResult:
             for vals in zip(*(self.rounds[k].tolist() for k in keys)):
                 w.writerow(vals)
         paths["rounds"] = p
-        p = out / f"{stem}_summary.json"
-        p.write_text(json.dumps(self.summary(), indent=1) + "\n", encoding="utf-8")
-        paths["summary"] = p
+        paths["summary"] = write_json(out / f"{stem}_summary.json", self.summary())
         return paths
 
     def __repr__(self):

@@ -4,7 +4,6 @@ Used by ``hetplace simulate``; the tasks go through :func:`hetplace.bench.make_e
 executors (process pool, serial, Dask) exactly as benchmark sweeps do.
 """
 
-import csv
 import itertools
 import json
 import math
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._results_dir import add_plots, write_csv, write_json
 from ..errors import InvalidOptionError, MissingDependencyError
 
 __all__ = ["simulation_payloads", "run_simulations", "write_simulations"]
@@ -176,36 +176,17 @@ def write_simulations(results, out_dir, plots=True, meta=None):
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    paths = {}
     for r in results:
         stem = _stem(r["payload"])
-        p = out / f"{stem}_jobs.csv"
-        with open(p, "w", newline="", encoding="utf-8") as f:
-            w = csv.writer(f)
-            w.writerow(JOB_COLUMNS)
-            for row in r["jobs"]:
-                w.writerow(["" if isinstance(v, float) and math.isnan(v) else v for v in (row[c] for c in JOB_COLUMNS)])
-        p = out / f"{stem}_summary.json"
-        p.write_text(json.dumps(r["summary"], indent=1) + "\n", encoding="utf-8")
+        write_csv(out / f"{stem}_jobs.csv", JOB_COLUMNS, r["jobs"])
+        write_json(out / f"{stem}_summary.json", r["summary"])
     rows = [_row(r) for r in results]
-    p = out / "summary.csv"
-    with open(p, "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow(SWEEP_COLUMNS)
-        for row in rows:
-            w.writerow(["" if row[c] is None else row[c] for c in SWEEP_COLUMNS])
-    paths["csv"] = p
-    p = out / "summary.json"
-    p.write_text(json.dumps({"meta": meta or {}, "rows": rows}, indent=1) + "\n", encoding="utf-8")
-    paths["json"] = p
-    p = out / "summary.md"
-    p.write_text(summary_table(results), encoding="utf-8")
-    paths["summary"] = p
+    paths = {"csv": write_csv(out / "summary.csv", SWEEP_COLUMNS, rows, cell=lambda v: "" if v is None else v),
+             "json": write_json(out / "summary.json", {"meta": meta or {}, "rows": rows}),
+             "summary": out / "summary.md"}
+    paths["summary"].write_text(summary_table(results), encoding="utf-8")
     if plots:
-        try:
-            paths.update(_plot(results, out))
-        except MissingDependencyError as exc:
-            paths["plots_skipped"] = str(exc)
+        add_plots(paths, lambda: _plot(results, out))
     return paths
 
 
