@@ -74,8 +74,10 @@ KICKS = 64
 SLACK = 0.01
 
 #: A searched candidate's kicks stop after this many in a row that did not lower its best
-#: (None: all :data:`KICKS`).
-PATIENCE = None
+#: (None: all :data:`KICKS`).  Against the MILP's optimum on 103 seeded instances (seeds
+#: 6000-6112 of benchmarks/topology_gap.py's draw), 16 against None: mean gap 0.015 % against
+#: 0.000 %, worst 0.509 % against 0.008 %, and a K = 64 decision about 1.6x faster.
+PATIENCE = 16
 
 #: Steps of one exact descent at most (each lowers the total; a safety cap).
 _MAX_STEPS = 100_000
