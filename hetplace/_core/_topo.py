@@ -144,16 +144,20 @@ def _after(rho: cython.const[cython.double][:, ::1], jp: cython.const[cython.dou
 
 
 @cython.cfunc
+@cython.inline
 @cython.nogil
 @cython.exceptval(check=False)
-def _rebuild(rho: cython.const[cython.double][:, ::1], jp: cython.const[cython.double][:, ::1],
-             ji: cython.const[cython.longlong][:, ::1], node: cython.const[cython.longlong][::1],
-             node_rack: cython.const[cython.longlong][::1], bwn: cython.const[cython.double][::1],
-             bwr: cython.const[cython.double][::1], top: cython.double, has_rack: cython.bint,
-             current: cython.const[cython.longlong][::1], wj: cython.longlong[::1], X: cython.double[::1],
-             st: cython.longlong[:, ::1], cnt: cython.longlong[:, ::1], cntr: cython.longlong[:, ::1],
-             cost: cython.double[::1]) -> cython.double:
-    """Recompute the whole state of assignment ``wj``; return its total (restart losses included)."""
+def _state(rho: cython.const[cython.double][:, ::1], node: cython.const[cython.longlong][::1],
+           node_rack: cython.const[cython.longlong][::1], current: cython.const[cython.longlong][::1],
+           wj: cython.const[cython.longlong][::1], X: cython.double[::1], st: cython.longlong[:, ::1],
+           cnt: cython.longlong[:, ::1], cntr: cython.longlong[:, ::1], mark: cython.const[cython.double][::1],
+           every: cython.bint) -> cython.void:
+    """Build the state of the jobs of assignment ``wj`` in ``X``, ``st``, ``cnt``, ``cntr``.
+
+    Every job when ``every``, else only the jobs ``i`` with ``mark[i] != 0`` (the
+    others' rows are left as they are).  Workers are visited in index order, so
+    a job's state has the same bits whichever jobs are built.
+    """
     S: cython.Py_ssize_t = X.shape[0]
     K: cython.Py_ssize_t = wj.shape[0]
     N: cython.Py_ssize_t = cnt.shape[1]
@@ -163,18 +167,18 @@ def _rebuild(rho: cython.const[cython.double][:, ::1], jp: cython.const[cython.d
     v: cython.Py_ssize_t
     q: cython.Py_ssize_t
     c: cython.Py_ssize_t
-    total: cython.double = 0.0
     for i in range(S):
-        X[i] = 0.0
-        for c in range(6):
-            st[i, c] = 0
-        for v in range(N):
-            cnt[i, v] = 0
-        for q in range(NR):
-            cntr[i, q] = 0
+        if every or mark[i] != 0.0:
+            X[i] = 0.0
+            for c in range(6):
+                st[i, c] = 0
+            for v in range(N):
+                cnt[i, v] = 0
+            for q in range(NR):
+                cntr[i, q] = 0
     for k in range(K):
         i = wj[k]
-        if i >= 0:
+        if i >= 0 and (every or mark[i] != 0.0):
             X[i] = X[i] + rho[i, k]
             st[i, 0] += 1
             v = node[k]
@@ -188,14 +192,73 @@ def _rebuild(rho: cython.const[cython.double][:, ::1], jp: cython.const[cython.d
                 st[i, 4] += q
             cntr[i, q] += 1
         if i != current[k]:
-            if i >= 0:
+            if i >= 0 and (every or mark[i] != 0.0):
                 st[i, 5] += 1
-            if current[k] >= 0:
+            if current[k] >= 0 and (every or mark[current[k]] != 0.0):
                 st[current[k], 5] += 1
+
+
+@cython.cfunc
+@cython.nogil
+@cython.exceptval(check=False)
+def _rebuild(rho: cython.const[cython.double][:, ::1], jp: cython.const[cython.double][:, ::1],
+             ji: cython.const[cython.longlong][:, ::1], node: cython.const[cython.longlong][::1],
+             node_rack: cython.const[cython.longlong][::1], bwn: cython.const[cython.double][::1],
+             bwr: cython.const[cython.double][::1], top: cython.double, has_rack: cython.bint,
+             current: cython.const[cython.longlong][::1], wj: cython.longlong[::1], X: cython.double[::1],
+             st: cython.longlong[:, ::1], cnt: cython.longlong[:, ::1], cntr: cython.longlong[:, ::1],
+             cost: cython.double[::1]) -> cython.double:
+    """Recompute the whole state of assignment ``wj``; return its total (restart losses included)."""
+    S: cython.Py_ssize_t = X.shape[0]
+    i: cython.Py_ssize_t
+    total: cython.double = 0.0
+    _state(rho, node, node_rack, current, wj, X, st, cnt, cntr, cost, True)
     for i in range(S):
         cost[i] = _price(jp, ji, bwn, bwr, top, has_rack, i, X[i], st[i, 0], st[i, 1], st[i, 2], st[i, 3],
                          st[i, 4], st[i, 5])
         total = total + cost[i]
+    return total
+
+
+@cython.cfunc
+@cython.nogil
+@cython.exceptval(check=False)
+def _trial_total(rho: cython.const[cython.double][:, ::1], jp: cython.const[cython.double][:, ::1],
+                 ji: cython.const[cython.longlong][:, ::1], node: cython.const[cython.longlong][::1],
+                 node_rack: cython.const[cython.longlong][::1], bwn: cython.const[cython.double][::1],
+                 bwr: cython.const[cython.double][::1], top: cython.double, has_rack: cython.bint,
+                 current: cython.const[cython.longlong][::1], wj: cython.const[cython.longlong][::1],
+                 trial: cython.const[cython.longlong][::1], cost: cython.const[cython.double][::1],
+                 X2: cython.double[::1], st2: cython.longlong[:, ::1], cnt2: cython.longlong[:, ::1],
+                 cntr2: cython.longlong[:, ::1], mark: cython.double[::1]) -> cython.double:
+    """The total of assignment ``trial``, where ``wj`` is the state whose job costs are ``cost``.
+
+    Only the jobs whose worker sets differ are priced again (their state built
+    in ``X2``, ``st2``, ``cnt2``, ``cntr2`` by :func:`_state`); the others keep
+    ``cost``.  The same operations in the same order as :func:`_rebuild` on
+    ``trial``, so the same bits, at the cost of the jobs a compound step
+    touches instead of all.  ``mark`` (S,) is scratch.
+    """
+    S: cython.Py_ssize_t = X2.shape[0]
+    K: cython.Py_ssize_t = wj.shape[0]
+    i: cython.Py_ssize_t
+    k: cython.Py_ssize_t
+    total: cython.double = 0.0
+    for i in range(S):
+        mark[i] = 0.0
+    for k in range(K):
+        if trial[k] != wj[k]:
+            if wj[k] >= 0:
+                mark[wj[k]] = 1.0
+            if trial[k] >= 0:
+                mark[trial[k]] = 1.0
+    _state(rho, node, node_rack, current, trial, X2, st2, cnt2, cntr2, mark, False)
+    for i in range(S):
+        if mark[i] != 0.0:
+            total = total + _price(jp, ji, bwn, bwr, top, has_rack, i, X2[i], st2[i, 0], st2[i, 1], st2[i, 2],
+                                   st2[i, 3], st2[i, 4], st2[i, 5])
+        else:
+            total = total + cost[i]
     return total
 
 
@@ -490,8 +553,8 @@ def topo_descent(rho: cython.const[cython.double][:, ::1], jp: cython.const[cyth
                         continue
                     if not _runs(rho, wj, trial):
                         continue
-                    t2 = _rebuild(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, current, trial, X2, st2,
-                                  cnt2, cntr2, cost2)
+                    t2 = _trial_total(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, current, wj, trial,
+                                      cost, X2, st2, cnt2, cntr2, cost2)
                     if t2 < best_total:  # the first improving one
                         best_total = t2
                         tb = i
@@ -527,7 +590,7 @@ def topo_ils(rho: cython.const[cython.double][:, ::1], jp: cython.const[cython.d
              st2: cython.longlong[:, ::1], cnt2: cython.longlong[:, ::1], cntr2: cython.longlong[:, ::1],
              cost2: cython.double[::1], trial: cython.longlong[::1], best_wj: cython.longlong[::1],
              keep: cython.longlong[::1], walk: cython.longlong[::1], slack: cython.double,
-             stop: cython.const[cython.longlong][::1]) -> cython.longlong:
+             patience: cython.longlong, stop: cython.const[cython.longlong][::1]) -> cython.longlong:
     """Iterated local search: :func:`topo_descent`, then ``pert.shape[0]`` kicks from the best so far.
 
     The first descent uses every step; the descent after each kick moves and
@@ -542,7 +605,8 @@ def topo_ils(rho: cython.const[cython.double][:, ::1], jp: cython.const[cython.d
     replaces the best when it lowers the total by more than ``REL_GAIN`` of it,
     and the walk's start (``walk``) when it is within ``1 + slack`` of the best
     (so chains of kicks can cross a small rise); otherwise the walk goes back to
-    its start.  ``wj`` ends as the best; returns the steps taken in all.
+    its start.  The kicks stop after ``patience`` in a row that did not lower the
+    best.  ``wj`` ends as the best; returns the steps taken in all.
     """
     S: cython.Py_ssize_t = X.shape[0]
     K: cython.Py_ssize_t = wj.shape[0]
@@ -554,18 +618,25 @@ def topo_ils(rho: cython.const[cython.double][:, ::1], jp: cython.const[cython.d
     level: cython.int
     kind: cython.longlong
     steps: cython.longlong
+    kicked: cython.bint
+    idle: cython.longlong
     best: cython.double
     total: cython.double
     steps = topo_descent(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, current, avail, wclass, capn, capr,
                          replacing, compound, wj, max_steps, X, st, cnt, cntr, cost, X2, st2, cnt2, cntr2, cost2,
                          trial, best_wj, stop)
     best = _rebuild(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, current, wj, X, st, cnt, cntr, cost)
+    # the first descent ended in a local optimum of every step unless it ran out of steps; the final
+    # descent below runs only when there were kicks and a kick improved (or the first ran out)
+    kicked = steps >= max_steps and pert.shape[0] > 0
     for k in range(K):
         keep[k] = wj[k]
         walk[k] = wj[k]
+    idle = 0
     for t in range(pert.shape[0]):
-        if stop[0] != 0 or S < 1:
+        if stop[0] != 0 or S < 1 or idle >= patience:
             break
+        idle += 1
         i = pert[t, 0] % S
         kind = pert[t, 1] % 4
         if kind == 3:
@@ -592,6 +663,8 @@ def topo_ils(rho: cython.const[cython.double][:, ::1], jp: cython.const[cython.d
         total = _rebuild(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, current, wj, X, st, cnt, cntr, cost)
         if total < best * (1.0 - REL_GAIN):
             best = total
+            kicked = True
+            idle = 0
             for k in range(K):
                 keep[k] = wj[k]
                 walk[k] = wj[k]
@@ -604,7 +677,7 @@ def topo_ils(rho: cython.const[cython.double][:, ::1], jp: cython.const[cython.d
             _rebuild(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, current, wj, X, st, cnt, cntr, cost)
     for k in range(K):
         wj[k] = keep[k]
-    if pert.shape[0] > 0 and stop[0] == 0:  # the best, with compound steps again
+    if kicked and stop[0] == 0:  # a kick's best, with compound steps again (the first descent's is final)
         steps += topo_descent(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, current, avail, wclass, capn,
                               capr, replacing, compound, wj, max_steps, X, st, cnt, cntr, cost, X2, st2, cnt2,
                               cntr2, cost2, trial, best_wj, stop)
@@ -627,14 +700,15 @@ def _rows_kernel(rho: cython.const[cython.double][:, ::1], jp: cython.const[cyth
                  X2: cython.double[:, ::1], st2: cython.longlong[:, :, ::1], cnt2: cython.longlong[:, :, ::1],
                  cntr2: cython.longlong[:, :, ::1], cost2: cython.double[:, ::1], trial: cython.longlong[:, ::1],
                  best_wj: cython.longlong[:, ::1], keep: cython.longlong[:, ::1], walk: cython.longlong[:, ::1],
-                 slack: cython.double, stop: cython.const[cython.longlong][::1], threads: cython.int) -> cython.void:
+                 slack: cython.double, patience: cython.longlong, stop: cython.const[cython.longlong][::1],
+                 threads: cython.int) -> cython.void:
     j: cython.Py_ssize_t
     for j in prange(out_wj.shape[0], nogil=True, num_threads=threads, schedule="dynamic"):
         if max_steps > 0:
             out_steps[j] = topo_ils(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, current, avail, wclass,
                                     capn, capr, replacing, compound, out_wj[j], max_steps, pert[j], X[j], st[j],
                                     cnt[j], cntr[j], cost[j], X2[j], st2[j], cnt2[j], cntr2[j], cost2[j], trial[j],
-                                    best_wj[j], keep[j], walk[j], slack, stop)
+                                    best_wj[j], keep[j], walk[j], slack, patience, stop)
         out_total[j] = _rebuild(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, current, out_wj[j], X[j],
                                 st[j], cnt[j], cntr[j], cost[j])
 
@@ -830,7 +904,7 @@ def _workspace(R, S, N, NR):
 
 
 def topo_polish_rows(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, current, avail, wclass, replacing,
-                     out_wj, max_steps, compound=True, kicks=None, slack=0.0, threads=1, stop=None):
+                     out_wj, max_steps, compound=True, kicks=None, slack=0.0, patience=None, threads=1, stop=None):
     """Improve every row of ``out_wj`` (int64 (R, K), feasible assignments) in place, in parallel over rows.
 
     Parameters
@@ -855,6 +929,8 @@ def topo_polish_rows(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, curr
                                         None: none (one descent per row)
     slack : float               a kick's result within ``1 + slack`` of the best becomes the walk's
                                 next start (the best is kept apart)
+    patience : int, optional    a row's kicks stop after this many in a row that did not lower its
+                                best (None: all of them)
     threads : int               Cython's OpenMP threads; Numba's are set by the caller
     stop : int64 (1,), optional a stop flag (:mod:`hetplace._interrupt`)
 
@@ -886,7 +962,7 @@ def topo_polish_rows(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, curr
                  np.ascontiguousarray(wclass, dtype=np.int64), capn, capr, bool(replacing), bool(compound), out_wj,
                  int(max_steps), np.ascontiguousarray(kicks, dtype=np.int64), out_total, out_steps, X, st, cnt, cntr,
                  cost, X2, st2, cnt2, cntr2, cost2, trial, best_wj, keep, np.zeros((R, K), dtype=np.int64),
-                 float(slack),
+                 float(slack), kicks.shape[1] if patience is None else int(patience),
                  _GO if stop is None else stop, nt)
     return out_total, out_steps
 
