@@ -8,7 +8,7 @@ Run::
 Each tree gets one long-lived process (cwd and ``PYTHONPATH`` = the tree, so
 its own hetplace and compiled kernels are imported) that times
 ``place(method="smp", seed=1, threads=1)`` on a seeded instance
-(``family:K:S:backend``, family ``gavel`` or ``speeds`` of
+(``family:K:S:backend``, family ``gavel``, ``speeds`` or ``topology`` of
 :mod:`hetplace.instances`, built outside the timer).  After one warm-up call
 per tree (JIT / cache load), the two processes are asked in turn, the order
 flipping every repetition, so both see the same machine load.  Reported:
@@ -40,7 +40,10 @@ def serve(clock):
         family, K, S, backend = line.split()
         key = (family, int(K), int(S))
         if key not in problems:
-            make = {"gavel": gavel_instance, "speeds": speeds_instance}[family]
+            if family == "topology":  # nodes and racks (trees from the topology issue on)
+                from hetplace.instances import topology_instance as make
+            else:
+                make = {"gavel": gavel_instance, "speeds": speeds_instance}[family]
             problems[key] = make(123, key[1], key[2], table)
         t = timer()
         placement = hp.place(problems[key], method="smp", seed=1, backend=backend, threads=1)
