@@ -74,10 +74,12 @@ KICKS = 64
 SLACK = 0.01
 
 #: A searched candidate's kicks stop after this many in a row that did not lower its best
-#: (None: all :data:`KICKS`).  Against the MILP's optimum on 103 seeded instances (seeds
-#: 6000-6112 of benchmarks/topology_gap.py's draw), 16 against None: mean gap 0.015 % against
-#: 0.000 %, worst 0.509 % against 0.008 %, and a K = 64 decision about 1.6x faster.
-PATIENCE = 16
+#: (None, the default: all :data:`KICKS`).  16 made a K = 64 decision about 1.6x faster at a small cost
+#: offline (mean gap to the MILP's optimum 0.015 % against 0.000 % on 103 instances, worst 0.509 %
+#: against 0.008 %), but online, where above K = 64 only a few candidates are searched and the kicks
+#: are what diversifies, the topology run near saturation (docs/online.md §8.1) took 17.0 h against
+#: 12.1 h.
+PATIENCE = None
 
 #: Steps of one exact descent at most (each lowers the total; a safety cap).
 _MAX_STEPS = 100_000

@@ -144,20 +144,16 @@ def _after(rho: cython.const[cython.double][:, ::1], jp: cython.const[cython.dou
 
 
 @cython.cfunc
-@cython.inline
 @cython.nogil
 @cython.exceptval(check=False)
-def _state(rho: cython.const[cython.double][:, ::1], node: cython.const[cython.longlong][::1],
-           node_rack: cython.const[cython.longlong][::1], current: cython.const[cython.longlong][::1],
-           wj: cython.const[cython.longlong][::1], X: cython.double[::1], st: cython.longlong[:, ::1],
-           cnt: cython.longlong[:, ::1], cntr: cython.longlong[:, ::1], mark: cython.const[cython.double][::1],
-           every: cython.bint) -> cython.void:
-    """Build the state of the jobs of assignment ``wj`` in ``X``, ``st``, ``cnt``, ``cntr``.
-
-    Every job when ``every``, else only the jobs ``i`` with ``mark[i] != 0`` (the
-    others' rows are left as they are).  Workers are visited in index order, so
-    a job's state has the same bits whichever jobs are built.
-    """
+def _rebuild(rho: cython.const[cython.double][:, ::1], jp: cython.const[cython.double][:, ::1],
+             ji: cython.const[cython.longlong][:, ::1], node: cython.const[cython.longlong][::1],
+             node_rack: cython.const[cython.longlong][::1], bwn: cython.const[cython.double][::1],
+             bwr: cython.const[cython.double][::1], top: cython.double, has_rack: cython.bint,
+             current: cython.const[cython.longlong][::1], wj: cython.longlong[::1], X: cython.double[::1],
+             st: cython.longlong[:, ::1], cnt: cython.longlong[:, ::1], cntr: cython.longlong[:, ::1],
+             cost: cython.double[::1]) -> cython.double:
+    """Recompute the whole state of assignment ``wj``; return its total (restart losses included)."""
     S: cython.Py_ssize_t = X.shape[0]
     K: cython.Py_ssize_t = wj.shape[0]
     N: cython.Py_ssize_t = cnt.shape[1]
@@ -167,18 +163,18 @@ def _state(rho: cython.const[cython.double][:, ::1], node: cython.const[cython.l
     v: cython.Py_ssize_t
     q: cython.Py_ssize_t
     c: cython.Py_ssize_t
+    total: cython.double = 0.0
     for i in range(S):
-        if every or mark[i] != 0.0:
-            X[i] = 0.0
-            for c in range(6):
-                st[i, c] = 0
-            for v in range(N):
-                cnt[i, v] = 0
-            for q in range(NR):
-                cntr[i, q] = 0
+        X[i] = 0.0
+        for c in range(6):
+            st[i, c] = 0
+        for v in range(N):
+            cnt[i, v] = 0
+        for q in range(NR):
+            cntr[i, q] = 0
     for k in range(K):
         i = wj[k]
-        if i >= 0 and (every or mark[i] != 0.0):
+        if i >= 0:
             X[i] = X[i] + rho[i, k]
             st[i, 0] += 1
             v = node[k]
@@ -192,73 +188,14 @@ def _state(rho: cython.const[cython.double][:, ::1], node: cython.const[cython.l
                 st[i, 4] += q
             cntr[i, q] += 1
         if i != current[k]:
-            if i >= 0 and (every or mark[i] != 0.0):
+            if i >= 0:
                 st[i, 5] += 1
-            if current[k] >= 0 and (every or mark[current[k]] != 0.0):
+            if current[k] >= 0:
                 st[current[k], 5] += 1
-
-
-@cython.cfunc
-@cython.nogil
-@cython.exceptval(check=False)
-def _rebuild(rho: cython.const[cython.double][:, ::1], jp: cython.const[cython.double][:, ::1],
-             ji: cython.const[cython.longlong][:, ::1], node: cython.const[cython.longlong][::1],
-             node_rack: cython.const[cython.longlong][::1], bwn: cython.const[cython.double][::1],
-             bwr: cython.const[cython.double][::1], top: cython.double, has_rack: cython.bint,
-             current: cython.const[cython.longlong][::1], wj: cython.longlong[::1], X: cython.double[::1],
-             st: cython.longlong[:, ::1], cnt: cython.longlong[:, ::1], cntr: cython.longlong[:, ::1],
-             cost: cython.double[::1]) -> cython.double:
-    """Recompute the whole state of assignment ``wj``; return its total (restart losses included)."""
-    S: cython.Py_ssize_t = X.shape[0]
-    i: cython.Py_ssize_t
-    total: cython.double = 0.0
-    _state(rho, node, node_rack, current, wj, X, st, cnt, cntr, cost, True)
     for i in range(S):
         cost[i] = _price(jp, ji, bwn, bwr, top, has_rack, i, X[i], st[i, 0], st[i, 1], st[i, 2], st[i, 3],
                          st[i, 4], st[i, 5])
         total = total + cost[i]
-    return total
-
-
-@cython.cfunc
-@cython.nogil
-@cython.exceptval(check=False)
-def _trial_total(rho: cython.const[cython.double][:, ::1], jp: cython.const[cython.double][:, ::1],
-                 ji: cython.const[cython.longlong][:, ::1], node: cython.const[cython.longlong][::1],
-                 node_rack: cython.const[cython.longlong][::1], bwn: cython.const[cython.double][::1],
-                 bwr: cython.const[cython.double][::1], top: cython.double, has_rack: cython.bint,
-                 current: cython.const[cython.longlong][::1], wj: cython.const[cython.longlong][::1],
-                 trial: cython.const[cython.longlong][::1], cost: cython.const[cython.double][::1],
-                 X2: cython.double[::1], st2: cython.longlong[:, ::1], cnt2: cython.longlong[:, ::1],
-                 cntr2: cython.longlong[:, ::1], mark: cython.double[::1]) -> cython.double:
-    """The total of assignment ``trial``, where ``wj`` is the state whose job costs are ``cost``.
-
-    Only the jobs whose worker sets differ are priced again (their state built
-    in ``X2``, ``st2``, ``cnt2``, ``cntr2`` by :func:`_state`); the others keep
-    ``cost``.  The same operations in the same order as :func:`_rebuild` on
-    ``trial``, so the same bits, at the cost of the jobs a compound step
-    touches instead of all.  ``mark`` (S,) is scratch.
-    """
-    S: cython.Py_ssize_t = X2.shape[0]
-    K: cython.Py_ssize_t = wj.shape[0]
-    i: cython.Py_ssize_t
-    k: cython.Py_ssize_t
-    total: cython.double = 0.0
-    for i in range(S):
-        mark[i] = 0.0
-    for k in range(K):
-        if trial[k] != wj[k]:
-            if wj[k] >= 0:
-                mark[wj[k]] = 1.0
-            if trial[k] >= 0:
-                mark[trial[k]] = 1.0
-    _state(rho, node, node_rack, current, trial, X2, st2, cnt2, cntr2, mark, False)
-    for i in range(S):
-        if mark[i] != 0.0:
-            total = total + _price(jp, ji, bwn, bwr, top, has_rack, i, X2[i], st2[i, 0], st2[i, 1], st2[i, 2],
-                                   st2[i, 3], st2[i, 4], st2[i, 5])
-        else:
-            total = total + cost[i]
     return total
 
 
@@ -553,8 +490,8 @@ def topo_descent(rho: cython.const[cython.double][:, ::1], jp: cython.const[cyth
                         continue
                     if not _runs(rho, wj, trial):
                         continue
-                    t2 = _trial_total(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, current, wj, trial,
-                                      cost, X2, st2, cnt2, cntr2, cost2)
+                    t2 = _rebuild(rho, jp, ji, node, node_rack, bwn, bwr, top, has_rack, current, trial, X2, st2,
+                                  cnt2, cntr2, cost2)
                     if t2 < best_total:  # the first improving one
                         best_total = t2
                         tb = i
