@@ -387,7 +387,7 @@ class Priced(NamedTuple):
     total: "np.ndarray | float"
 
 
-def price(problem, worker_job, totals=True):
+def price(problem, worker_job, totals=True, aggregated=None):
     """Price assignments: per-job times, restart losses and totals (docs/model.md §1.2-1.4).
 
     Parameters
@@ -398,13 +398,15 @@ def price(problem, worker_job, totals=True):
         have no worker (its time and the row's total are then inf).
     totals : bool, default True
         False leaves ``total`` None (a caller that needs the per-job fields only).
+    aggregated : tuple, optional
+        ``aggregate(problem, worker_job)`` when the caller has it already.
 
     Returns
     -------
     Priced
     """
     S = problem.n_jobs
-    X, n = aggregate(problem, worker_job)
+    X, n = aggregate(problem, worker_job) if aggregated is None else aggregated
     jobs = np.arange(S) if n.ndim == 1 else np.broadcast_to(np.arange(S), n.shape)
     comm = comm_cost(problem, jobs, n, worker_job)
     with np.errstate(divide="ignore"):  # a job without worker: inf

@@ -28,6 +28,17 @@ def _check_problem(problem):
 
 def _worker_job_iv(problem, worker_job):
     """Validate ``worker_job`` against ``problem``; return a C-contiguous int64 copy."""
+    return _checked(problem, worker_job)[0]
+
+
+def _checked(problem, worker_job):
+    """:func:`_worker_job_iv`, and what it found on the way: ``(arr, busy, job, rate, sizes)``.
+
+    ``busy`` the busy workers (ascending), ``job = arr[busy]``, ``rate`` their
+    samples/s (``Problem._rate``) and ``sizes`` (S,) the workers of each job.
+    Each check runs as one vectorised test; the one that fails is then
+    looked at again to name the first offender.
+    """
     K, S = problem.n_workers, problem.n_jobs
     if isinstance(worker_job, (str, bytes)):
         raise InvalidProblemTypeError(
@@ -53,14 +64,39 @@ def _worker_job_iv(problem, worker_job):
                 f"worker_job must hold integer job indices; got {raw.tolist()[bad]!r} for worker {bad}."
             )
     # range check before the cast: a uint64 or float beyond int64 would wrap to a valid-looking index
-    out = np.flatnonzero((raw < -1) | (raw >= S))
-    if out.size:
-        k = int(out[0])
-        raise InvalidPlacementError(
-            f"worker_job[{k}] = {raw.tolist()[k]!r} is not a job index: use 0..{S - 1}, or -1 for an idle worker."
-        )
+    if raw.dtype.kind == "O" or (raw.size and (raw.min() < -1 or raw.max() >= S)):
+        out = np.flatnonzero((raw < -1) | (raw >= S))
+        if out.size:
+            k = int(out[0])
+            raise InvalidPlacementError(
+                f"worker_job[{k}] = {raw.tolist()[k]!r} is not a job index: use 0..{S - 1}, or -1 for an idle worker."
+            )
     arr = np.array(raw, dtype=np.int64, order="C", copy=True)  # never freeze the caller's array
-    sizes = np.bincount(arr[arr >= 0], minlength=S)
+    busy = np.flatnonzero(arr >= 0)
+    job = arr[busy]
+    sizes = np.bincount(job, minlength=S)
+    if ((sizes == 0) | (sizes > problem.max_workers) | (sizes < problem.min_workers)).any():
+        _size_error(problem, sizes)
+    if problem.n_available < K:
+        down = busy[~problem.available[busy]]
+        if down.size:
+            k = int(down[0])
+            raise InvalidPlacementError(
+                f"worker {k} is down (available[{k}] is False) but is given job {arr[k]} in worker_job. "
+                "A down worker gets no job: set it to -1, or mark it available."
+            )
+    rate = problem._rate(job, busy)
+    if (rate <= 0).any():
+        k = int(busy[np.flatnonzero(rate <= 0)[0]])
+        raise InvalidPlacementError(
+            f"worker {k} (type {problem.type_names[problem.worker_type[k]]}) is given job {arr[k]}, "
+            f"which cannot run on that type (throughput 0). Give the worker another job or -1."
+        )
+    return arr, busy, job, rate, sizes
+
+
+def _size_error(problem, sizes):
+    """Raise for the first job of ``sizes`` without a worker, above its max_workers or below its min_workers."""
     empty = np.flatnonzero(sizes == 0)
     if empty.size:
         raise InvalidPlacementError(
@@ -81,29 +117,12 @@ def _worker_job_iv(problem, worker_job):
             "the others would do no work. Set the surplus workers to -1 (idle)."
         )
     under = np.flatnonzero(sizes < problem.min_workers)
-    if under.size:
-        i = int(under[0])
-        raise InvalidPlacementError(
-            f"job {i} gets {int(sizes[i])} workers in worker_job, fewer than its min_workers = "
-            f"{int(problem.min_workers[i])}. Give it at least {int(problem.min_workers[i])} workers "
-            "(of types it can run on)."
-        )
-    busy = np.flatnonzero(arr >= 0)
-    down = busy[~problem.available[busy]]
-    if down.size:
-        k = int(down[0])
-        raise InvalidPlacementError(
-            f"worker {k} is down (available[{k}] is False) but is given job {arr[k]} in worker_job. "
-            "A down worker gets no job: set it to -1, or mark it available."
-        )
-    dead = busy[problem._rate(arr[busy], busy) <= 0]
-    if dead.size:
-        k = int(dead[0])
-        raise InvalidPlacementError(
-            f"worker {k} (type {problem.type_names[problem.worker_type[k]]}) is given job {arr[k]}, "
-            f"which cannot run on that type (throughput 0). Give the worker another job or -1."
-        )
-    return arr
+    i = int(under[0])
+    raise InvalidPlacementError(
+        f"job {i} gets {int(sizes[i])} workers in worker_job, fewer than its min_workers = "
+        f"{int(problem.min_workers[i])}. Give it at least {int(problem.min_workers[i])} workers "
+        "(of types it can run on)."
+    )
 
 
 def restarted_jobs(problem: Problem, worker_job: np.ndarray) -> np.ndarray:
@@ -226,22 +245,32 @@ def largest_remainder_shares(
 def _shares(batch, worker_job, r):
     """:func:`largest_remainder_shares` from the rates ``r`` of the busy workers (ascending index)."""
     batch = np.asarray(batch, dtype=np.int64)
-    K = worker_job.shape[0]
     busy = np.flatnonzero(worker_job >= 0)
     job = worker_job[busy]
-    X = np.bincount(job, weights=r, minlength=batch.shape[0])
-    quota = batch[job] * r / X[job]
-    base = np.minimum(np.floor(quota), batch[job]).astype(np.int64)
+    S = batch.shape[0]
+    return _shares_of(batch, worker_job.shape[0], busy, job, r, np.bincount(job, weights=r, minlength=S),
+                      np.bincount(job, minlength=S))
+
+
+def _shares_of(batch, K, busy, job, r, X, n):
+    """:func:`_shares` from the busy workers ``busy`` (ascending), their jobs and rates, and per job
+    the summed rates ``X`` and worker counts ``n``."""
+    batch = np.asarray(batch, dtype=np.int64)
+    bj = batch[job]
+    quota = bj * r / X[job]
+    base = np.minimum(np.floor(quota), bj).astype(np.int64)
     frac = quota - base
     left = batch - np.bincount(job, weights=base, minlength=batch.shape[0]).astype(np.int64)
-    # rank workers inside each job by remainder (largest first), ties by worker index
-    order = np.lexsort((busy, -frac, job))
+    # rank workers inside each job by remainder (largest first), ties by worker index (lexsort
+    # is stable and ``busy`` ascending)
+    order = np.lexsort((-frac, job))
     starts = np.searchsorted(job[order], np.arange(batch.shape[0]))
     rank = np.empty(busy.size, dtype=np.int64)
     rank[order] = np.arange(busy.size) - starts[job[order]]
-    n = np.bincount(job, minlength=batch.shape[0])
     # left is in [0, n) up to float rounding; spread any excess in whole rounds
-    extra = (left[job] // np.maximum(n[job], 1)) + (rank < (left[job] % np.maximum(n[job], 1)))
+    nj = np.maximum(n[job], 1)
+    lj = left[job]
+    extra = (lj // nj) + (rank < (lj % nj))
     shares = np.zeros(K, dtype=np.int64)
     shares[busy] = base + extra
     return shares
@@ -317,19 +346,17 @@ class Placement:
         # every placement is checked, whatever built it: a job above its max_workers,
         # a job without workers or a worker on a type its job cannot use is an error, never a number
         _check_problem(problem)
-        worker_job = _worker_job_iv(problem, worker_job)
+        worker_job, busy, job, rate, sizes = _checked(problem, worker_job)
         self.problem = problem
         self.worker_job = worker_job
         self.worker_job.setflags(write=False)
         self.method = method
         self.info = dict(info or {})
         S, G = problem.n_jobs, problem.n_types
-        busy = worker_job >= 0
-        job = worker_job[busy]
-        counts = np.zeros((S, G), dtype=np.int64)
-        np.add.at(counts, (job, problem.worker_type[busy]), 1)
-        self.type_counts = counts
-        priced = price(problem, worker_job, totals=False)  # the one job cost (hetplace._cost)
+        self.type_counts = np.bincount(job * G + problem.worker_type[busy], minlength=S * G).reshape(S, G)
+        # the one job cost (hetplace._cost), from the sums aggregate() would take: X in worker order
+        X = np.bincount(job, weights=rate, minlength=S)
+        priced = price(problem, worker_job, totals=False, aggregated=(X, sizes))
         self.sizes = priced.n
         self.aggregate_throughput = priced.X
         self.compute_per_iteration = problem.batch / self.aggregate_throughput
@@ -343,8 +370,7 @@ class Placement:
         else:  # the weighted mean (docs/model.md §1.5), weights scaled to at most 1: no overflow
             v = problem.weight / problem.weight.max()
             self.mean_jct = float(np.dot(v, self.jct) / v.sum())
-        rate = problem._rate(job, np.flatnonzero(busy))  # worker_throughput[job, busy], no (S, K) table
-        self.shares = _shares(problem.batch, worker_job, rate)
+        self.shares = _shares_of(problem.batch, worker_job.shape[0], busy, job, rate, X, sizes)
         self.slowdown = self.jct / problem.jct_alone
         s = self.slowdown
         self.fairness = float(s.sum() ** 2 / (S * np.square(s).sum()))

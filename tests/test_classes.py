@@ -198,7 +198,7 @@ def test_class_polish_trees_take_the_scans_steps(seed):
         steps = polish_classes_impl(rhoC, p.work, p.size_cost, mc, ref, 100_000, rs, False)
         for b in AVAILABLE:
             for comm in (p.size_cost, p.size_cost_spec):
-                for trees in (True, False, None):
+                for trees in (True, "leaves", False, None):
                     cnt = begin.copy()
                     got = kernels(b).polish_classes(rhoC, p.work, comm, mc, cnt, 100_000, rs, trees)
                     assert got == steps, (b, trees, rs is None)

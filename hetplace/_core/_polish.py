@@ -716,7 +716,8 @@ def _partner(a: cython.Py_ssize_t, v1: cython.double, j1: cython.Py_ssize_t, v2:
 def _leaf(rhoC: cython.const[cython.double][:, ::1], work: cython.const[cython.double][::1],
           comm: cython.const[cython.double][:, ::1], spec: cython.bint, cnt: cython.longlong[:, ::1],
           idle: cython.longlong[::1],
-          X: cython.double[::1], n: cython.longlong[::1], K: cython.longlong, replacing: cython.bint,
+          X: cython.double[::1], n: cython.longlong[::1], B: cython.const[cython.double][::1],
+               K: cython.longlong, replacing: cython.bint,
           pen: cython.const[cython.double][::1], curC: cython.const[cython.longlong][:, ::1],
           diff: cython.longlong[::1], c: cython.Py_ssize_t, e: cython.Py_ssize_t, side: cython.int,
           i: cython.Py_ssize_t) -> cython.double:
@@ -741,13 +742,13 @@ def _leaf(rhoC: cython.const[cython.double][:, ::1], work: cython.const[cython.d
             x = rhoC[i, c]
             if x <= 0.0 or n[i] >= K:  # K: every worker already on i
                 return INF
-            v = job_cost(work, comm, spec, i, X[i] + x, n[i] + 1) - job_cost(work, comm, spec, i, X[i], n[i])
+            v = job_cost(work, comm, spec, i, X[i] + x, n[i] + 1) - B[i]
             if replacing:
                 v += _pen_step(pen[i], diff[i], _gain(cnt, curC, i, c))
         else:
             if cnt[i, c] == 0 or n[i] == 1:
                 return INF
-            v = job_cost(work, comm, spec, i, X[i] - rhoC[i, c], n[i] - 1) - job_cost(work, comm, spec, i, X[i], n[i])
+            v = job_cost(work, comm, spec, i, X[i] - rhoC[i, c], n[i] - 1) - B[i]
             if replacing:
                 v += _pen_step(pen[i], diff[i], _lose(cnt, curC, i, c))
     elif side == 0:
@@ -756,7 +757,7 @@ def _leaf(rhoC: cython.const[cython.double][:, ::1], work: cython.const[cython.d
         x = rhoC[i, c]
         if x <= 0.0:
             return INF
-        v = job_cost(work, comm, spec, i, X[i] - rhoC[i, e] + x, n[i]) - job_cost(work, comm, spec, i, X[i], n[i])
+        v = job_cost(work, comm, spec, i, X[i] - rhoC[i, e] + x, n[i]) - B[i]
         if replacing:
             v += _pen_step(pen[i], diff[i], _lose(cnt, curC, i, e) + _gain(cnt, curC, i, c))
     else:
@@ -765,7 +766,7 @@ def _leaf(rhoC: cython.const[cython.double][:, ::1], work: cython.const[cython.d
         x = rhoC[i, e]
         if x <= 0.0:
             return INF
-        v = job_cost(work, comm, spec, i, X[i] - rhoC[i, c] + x, n[i]) - job_cost(work, comm, spec, i, X[i], n[i])
+        v = job_cost(work, comm, spec, i, X[i] - rhoC[i, c] + x, n[i]) - B[i]
         if replacing:
             v += _pen_step(pen[i], diff[i], _lose(cnt, curC, i, c) + _gain(cnt, curC, i, e))
     if v < INF:
@@ -865,19 +866,19 @@ def _tree_best(T: cython.double[::1], offL: cython.Py_ssize_t, offR: cython.Py_s
     return INF, -1, -1
 
 
-# Not inline: the class polish calls it twice (spec True and False, each then without a branch
-# per job cost); inlined, both copies made the tree path's kernel slower (docs/results.md §0.2).
 @cython.cfunc
+@cython.inline
 @cython.nogil
 @cython.exceptval(check=False)
-def _scan_best(rhoC: cython.const[cython.double][:, ::1], work: cython.const[cython.double][::1],
+def _scan_pass(rhoC: cython.const[cython.double][:, ::1], work: cython.const[cython.double][::1],
                comm: cython.const[cython.double][:, ::1], spec: cython.bint, cnt: cython.longlong[:, ::1],
           idle: cython.longlong[::1],
-               X: cython.double[::1], n: cython.longlong[::1], K: cython.longlong, replacing: cython.bint,
+               X: cython.double[::1], n: cython.longlong[::1], B: cython.const[cython.double][::1],
+               K: cython.longlong, replacing: cython.bint,
                pen: cython.const[cython.double][::1], curC: cython.const[cython.longlong][:, ::1],
                diff: cython.longlong[::1], c: cython.Py_ssize_t,
                e: cython.Py_ssize_t) -> tuple[cython.double, cython.Py_ssize_t, cython.Py_ssize_t]:
-    """:func:`_tree_best` of structure (c, e) by a scan in O(S), without trees (many classes)."""
+    """The body of :func:`_scan_best` (one structure (c, e), a scan in O(S))."""
     S: cython.Py_ssize_t = rhoC.shape[0]
     a: cython.Py_ssize_t
     b: cython.Py_ssize_t
@@ -892,12 +893,12 @@ def _scan_best(rhoC: cython.const[cython.double][:, ::1], work: cython.const[cyt
     ba: cython.Py_ssize_t = -1
     bb: cython.Py_ssize_t = -1
     for b in range(S + 1):
-        v = _leaf(rhoC, work, comm, spec, cnt, idle, X, n, K, replacing, pen, curC, diff, c, e, 0, b)
+        v = _leaf(rhoC, work, comm, spec, cnt, idle, X, n, B, K, replacing, pen, curC, diff, c, e, 0, b)
         v1, j1, v2, j2 = _push2(v, b, v1, j1, v2, j2)
     if j1 < 0:
         return INF, -1, -1
     for a in range(S + 1):
-        d = _leaf(rhoC, work, comm, spec, cnt, idle, X, n, K, replacing, pen, curC, diff, c, e, 1, a)
+        d = _leaf(rhoC, work, comm, spec, cnt, idle, X, n, B, K, replacing, pen, curC, diff, c, e, 1, a)
         if not d < INF:
             continue
         v, t = _partner(a, v1, j1, v2, j2)
@@ -909,6 +910,83 @@ def _scan_best(rhoC: cython.const[cython.double][:, ::1], work: cython.const[cyt
             ba = a
             bb = t
     return bd, ba, bb
+
+
+# Not inline: the class polish calls it twice (spec True and False, each then without a branch
+# per job cost); inlined, both copies made the tree path's kernel slower (docs/results.md §0.2).
+@cython.cfunc
+@cython.nogil
+@cython.exceptval(check=False)
+def _scan_best(rhoC: cython.const[cython.double][:, ::1], work: cython.const[cython.double][::1],
+               comm: cython.const[cython.double][:, ::1], spec: cython.bint, cnt: cython.longlong[:, ::1],
+               idle: cython.longlong[::1],
+               X: cython.double[::1], n: cython.longlong[::1], B: cython.const[cython.double][::1],
+               K: cython.longlong, replacing: cython.bint,
+               pen: cython.const[cython.double][::1], curC: cython.const[cython.longlong][:, ::1],
+               diff: cython.longlong[::1], c: cython.Py_ssize_t,
+               e: cython.Py_ssize_t) -> tuple[cython.double, cython.Py_ssize_t, cython.Py_ssize_t]:
+    """:func:`_tree_best` of structure (c, e) by a scan in O(S) computing every entry (no trees).
+
+    A move (``e < 0``) and a swap each get their own copy of :func:`_scan_pass`, in which
+    :func:`_leaf`'s test of ``e`` is decided at compile time (Cython; Numba inlines it too).
+    """
+    if e < 0:
+        return _scan_pass(rhoC, work, comm, spec, cnt, idle, X, n, B, K, replacing, pen, curC, diff, c, -1)
+    return _scan_pass(rhoC, work, comm, spec, cnt, idle, X, n, B, K, replacing, pen, curC, diff, c, e)
+
+
+# The scan of _scan_pass over stored entries.  A twin of its two loops, not a call: with the
+# entries' source as an argument of one body, GCC stopped inlining the computing scan into the
+# class polish (12 % more of its instructions at K = 64, S = 8).  Tested against it and the
+# trees with ties (tests/test_classes.py, trees="leaves").
+@cython.cfunc
+@cython.nogil
+@cython.exceptval(check=False)
+def _leaves_best(T: cython.const[cython.double][::1], offL: cython.Py_ssize_t, offR: cython.Py_ssize_t,
+                 P: cython.Py_ssize_t,
+                 S: cython.Py_ssize_t) -> tuple[cython.double, cython.Py_ssize_t, cython.Py_ssize_t]:
+    """:func:`_tree_best` of one structure by a scan of its trees' leaves (``T[off + P + i]``, i <= S) in O(S)."""
+    a: cython.Py_ssize_t
+    b: cython.Py_ssize_t
+    t: cython.Py_ssize_t
+    j1: cython.Py_ssize_t = -1
+    j2: cython.Py_ssize_t = -1
+    v: cython.double
+    v1: cython.double = INF
+    v2: cython.double = INF
+    d: cython.double
+    bd: cython.double = INF
+    ba: cython.Py_ssize_t = -1
+    bb: cython.Py_ssize_t = -1
+    for b in range(S + 1):
+        v1, j1, v2, j2 = _push2(T[offL + P + b], b, v1, j1, v2, j2)
+    if j1 < 0:
+        return INF, -1, -1
+    for a in range(S + 1):
+        d = T[offR + P + a]
+        if not d < INF:
+            continue
+        v, t = _partner(a, v1, j1, v2, j2)
+        if t < 0:
+            continue
+        d = d + v
+        if d < bd:
+            bd = d
+            ba = a
+            bb = t
+    return bd, ba, bb
+
+
+@cython.cfunc
+@cython.nogil
+@cython.exceptval(check=False)
+def _stored_best(T: cython.double[::1], offL: cython.Py_ssize_t, offR: cython.Py_ssize_t, P: cython.Py_ssize_t,
+                 trees: cython.bint,
+                 S: cython.Py_ssize_t) -> tuple[cython.double, cython.Py_ssize_t, cython.Py_ssize_t]:
+    """The best step of one structure from ``T``: :func:`_tree_best`, or :func:`_leaves_best` without the trees."""
+    if trees:
+        return _tree_best(T, offL, offR, P)
+    return _leaves_best(T, offL, offR, P, S)
 
 
 @cython.cfunc
@@ -935,21 +1013,26 @@ def _structure(s: cython.Py_ssize_t, C: cython.Py_ssize_t) -> tuple[cython.Py_ss
 def _set_leaves(rhoC: cython.const[cython.double][:, ::1], work: cython.const[cython.double][::1],
                 comm: cython.const[cython.double][:, ::1], spec: cython.bint, cnt: cython.longlong[:, ::1],
           idle: cython.longlong[::1],
-                X: cython.double[::1], n: cython.longlong[::1], K: cython.longlong, replacing: cython.bint,
+                X: cython.double[::1], n: cython.longlong[::1], B: cython.const[cython.double][::1],
+               K: cython.longlong, replacing: cython.bint,
                 pen: cython.const[cython.double][::1], curC: cython.const[cython.longlong][:, ::1],
-                diff: cython.longlong[::1], T: cython.double[::1], P: cython.Py_ssize_t,
+                diff: cython.longlong[::1], T: cython.double[::1], P: cython.Py_ssize_t, trees: cython.bint,
                 i: cython.Py_ssize_t) -> cython.void:
-    """Refresh entry ``i`` (a job, or S) of every structure's two trees."""
+    """Refresh entry ``i`` (a job, or S) of every structure's two trees (``trees`` False: the leaves only)."""
     C: cython.Py_ssize_t = rhoC.shape[1]
     c: cython.Py_ssize_t
     e: cython.Py_ssize_t
     s: cython.Py_ssize_t
     side: cython.int
+    v: cython.double
     for s in range(C * (C + 1) // 2):
         c, e = _structure(s, C)
         for side in range(2):
-            _tree_set(T, (2 * s + side) * 2 * P, P, i,
-                      _leaf(rhoC, work, comm, spec, cnt, idle, X, n, K, replacing, pen, curC, diff, c, e, side, i))
+            v = _leaf(rhoC, work, comm, spec, cnt, idle, X, n, B, K, replacing, pen, curC, diff, c, e, side, i)
+            if trees:
+                _tree_set(T, (2 * s + side) * 2 * P, P, i, v)
+            else:
+                T[(2 * s + side) * 2 * P + P + i] = v
 
 
 @cython.cfunc
@@ -975,10 +1058,12 @@ def _counts_total(work: cython.const[cython.double][::1], comm: cython.const[cyt
 def polish_classes_kernel(rhoC: cython.const[cython.double][:, ::1], work: cython.const[cython.double][::1],
                           comm: cython.const[cython.double][:, ::1], mc: cython.const[cython.longlong][::1],
                           cnt: cython.longlong[:, ::1], max_steps: cython.longlong, X: cython.double[::1],
-                          n: cython.longlong[::1], idle: cython.longlong[::1], replacing: cython.bint,
+                          n: cython.longlong[::1], B: cython.double[::1], idle: cython.longlong[::1],
+                          replacing: cython.bint,
                           pen: cython.const[cython.double][::1], curC: cython.const[cython.longlong][:, ::1],
                           diff: cython.longlong[::1], T: cython.double[::1],
-                          P: cython.Py_ssize_t, stop: cython.const[cython.longlong][::1]) -> cython.longlong:
+                          P: cython.Py_ssize_t, trees: cython.bint,
+                          stop: cython.const[cython.longlong][::1]) -> cython.longlong:
     """Improve the counts ``cnt`` (S, C) in place by move/swap descent; return the steps taken.
 
     Parameters
@@ -989,12 +1074,15 @@ def polish_classes_kernel(rhoC: cython.const[cython.double][:, ::1], work: cytho
     mc : int64 (C,)           workers per class; ``mc[c] - sum_i cnt[i, c]`` are idle
     cnt : int64 (S, C)        feasible counts (every job >= 1 worker), modified in place
     max_steps : int64         cap on accepted steps
-    X, n : float64, int64 (S,); idle : int64 (C,)   work arrays
+    X, n, B : float64, int64, float64 (S,); idle : int64 (C,)   work arrays (``B[i]``: job i's
+                              :func:`job_cost` now, which every candidate step of job i subtracts)
     replacing : bool          add restart losses: job i pays ``pen[i]`` unless its
                               counts equal ``curC[i]`` (docs/model.md §1.4)
     pen : float64 (S,); curC : int64 (S, C)   restart costs, current counts
     diff : int64 (S,)         work array (``sum_c |cnt - curC|`` per job)
-    T : float64 (C (C + 1) * 2 P,), P   work array of the trees (:func:`class_trees`), or P = 0: scan
+    T : float64 (C (C + 1) * 2 P,), P, trees   work array of the trees (:func:`class_trees`): with
+                              ``trees`` the best step is read off them, else from a scan of their
+                              leaves; P = 0: a scan computing every entry (no T)
     stop : int64 (1,)         as in :func:`polish_kernel`: read before every step
 
     Notes
@@ -1012,7 +1100,7 @@ def polish_classes_kernel(rhoC: cython.const[cython.double][:, ::1], work: cytho
     then b ascending.  A step taken is repeated (same classes, same jobs) while
     it still lowers the total by that margin, each repetition counting as a
     step: one class-level step moves a single worker.  With trees a step costs
-    O(C^2 log S), without O(S C^2).
+    O(C^2 log S), with their leaves O(S C^2) reads, without O(S C^2) job costs.
     """
     spec: cython.bint = comm_is_spec(comm)
     S: cython.Py_ssize_t = rhoC.shape[0]
@@ -1038,6 +1126,7 @@ def polish_classes_kernel(rhoC: cython.const[cython.double][:, ::1], work: cytho
     fresh: cython.bint
     for i in range(S):
         _refresh(rhoC, cnt, X, n, i)
+        B[i] = job_cost(work, comm, spec, i, X[i], n[i])
         if replacing:
             _class_diff(cnt, curC, diff, i)
     for c in range(C):
@@ -1054,7 +1143,7 @@ def polish_classes_kernel(rhoC: cython.const[cython.double][:, ::1], work: cytho
         for i in range(T.shape[0]):
             T[i] = INF
         for i in range(S + 1):
-            _set_leaves(rhoC, work, comm, spec, cnt, idle, X, n, K, replacing, pen, curC, diff, T, P, i)
+            _set_leaves(rhoC, work, comm, spec, cnt, idle, X, n, B, K, replacing, pen, curC, diff, T, P, trees, i)
     while steps < max_steps:
         if stop[0] != 0:
             break
@@ -1067,11 +1156,11 @@ def polish_classes_kernel(rhoC: cython.const[cython.double][:, ::1], work: cytho
         for s in range(C * (C + 1) // 2):
             c, e = _structure(s, C)
             if P > 0:
-                g, i, t = _tree_best(T, 2 * s * 2 * P, (2 * s + 1) * 2 * P, P)
+                g, i, t = _stored_best(T, 2 * s * 2 * P, (2 * s + 1) * 2 * P, P, trees, S)
             elif spec:  # spec as a constant in each copy of the scan: no branch per job cost
-                g, i, t = _scan_best(rhoC, work, comm, True, cnt, idle, X, n, K, replacing, pen, curC, diff, c, e)
+                g, i, t = _scan_best(rhoC, work, comm, True, cnt, idle, X, n, B, K, replacing, pen, curC, diff, c, e)
             else:
-                g, i, t = _scan_best(rhoC, work, comm, False, cnt, idle, X, n, K, replacing, pen, curC, diff, c, e)
+                g, i, t = _scan_best(rhoC, work, comm, False, cnt, idle, X, n, B, K, replacing, pen, curC, diff, c, e)
             if g < d:
                 d = g
                 a = i
@@ -1099,6 +1188,7 @@ def polish_classes_kernel(rhoC: cython.const[cython.double][:, ::1], work: cytho
                 if be >= 0:
                     cnt[a, be] += 1
                 _refresh(rhoC, cnt, X, n, a)
+                B[a] = job_cost(work, comm, spec, a, X[a], n[a])
                 if replacing:
                     _class_diff(cnt, curC, diff, a)
             else:
@@ -1110,6 +1200,7 @@ def polish_classes_kernel(rhoC: cython.const[cython.double][:, ::1], work: cytho
                 if be >= 0:
                     cnt[b, be] -= 1
                 _refresh(rhoC, cnt, X, n, b)
+                B[b] = job_cost(work, comm, spec, b, X[b], n[b])
                 if replacing:
                     _class_diff(cnt, curC, diff, b)
             else:
@@ -1119,13 +1210,13 @@ def polish_classes_kernel(rhoC: cython.const[cython.double][:, ::1], work: cytho
             est += d
             steps += 1
             if P > 0:  # entries of a and b (S: the idle pool, whose entries depend on idle only)
-                _set_leaves(rhoC, work, comm, spec, cnt, idle, X, n, K, replacing, pen, curC, diff, T, P, a)
-                _set_leaves(rhoC, work, comm, spec, cnt, idle, X, n, K, replacing, pen, curC, diff, T, P, b)
+                _set_leaves(rhoC, work, comm, spec, cnt, idle, X, n, B, K, replacing, pen, curC, diff, T, P, trees, a)
+                _set_leaves(rhoC, work, comm, spec, cnt, idle, X, n, B, K, replacing, pen, curC, diff, T, P, trees, b)
             if steps >= max_steps:
                 break
             # the same step again: its two halves, now
-            d = (_leaf(rhoC, work, comm, spec, cnt, idle, X, n, K, replacing, pen, curC, diff, bc, be, 1, a)
-                 + _leaf(rhoC, work, comm, spec, cnt, idle, X, n, K, replacing, pen, curC, diff, bc, be, 0, b))
+            d = (_leaf(rhoC, work, comm, spec, cnt, idle, X, n, B, K, replacing, pen, curC, diff, bc, be, 1, a)
+                 + _leaf(rhoC, work, comm, spec, cnt, idle, X, n, B, K, replacing, pen, curC, diff, bc, be, 0, b))
         if fresh:
             break  # the best step does not lower the total enough: a local optimum
     return steps
@@ -1141,18 +1232,18 @@ def _polish_rows_classes_kernel(rhoC: cython.const[cython.double][:, ::1], work:
                                 max_steps: cython.longlong, out_wj: cython.longlong[:, ::1],
                                 out_total: cython.double[::1], out_stats: cython.longlong[:, ::1],
                                 cnt: cython.longlong[:, :, ::1], X: cython.double[:, ::1], n: cython.longlong[:, ::1],
-                                idle: cython.longlong[:, ::1], replacing: cython.bint,
+                                B: cython.double[:, ::1], idle: cython.longlong[:, ::1], replacing: cython.bint,
                                 pen: cython.const[cython.double][::1], curC: cython.const[cython.longlong][:, ::1],
                                 current: cython.const[cython.longlong][::1], diff: cython.longlong[:, ::1],
-                                T: cython.double[:, ::1], P: cython.Py_ssize_t,
+                                T: cython.double[:, ::1], P: cython.Py_ssize_t, trees: cython.bint,
                                 stop: cython.const[cython.longlong][::1], threads: cython.int) -> cython.void:
     j: cython.Py_ssize_t
     s: cython.Py_ssize_t
     for j in prange(rows.shape[0], nogil=True, num_threads=threads, schedule="dynamic"):
         s = rows[j]
         counts_of(out_wj[s], class_of, cnt[j])
-        out_stats[s, 2] = polish_classes_kernel(rhoC, work, comm, mc, cnt[j], max_steps, X[j], n[j], idle[j],
-                                                replacing, pen, curC, diff[j], T[j], P, stop)
+        out_stats[s, 2] = polish_classes_kernel(rhoC, work, comm, mc, cnt[j], max_steps, X[j], n[j], B[j], idle[j],
+                                                replacing, pen, curC, diff[j], T[j], P, trees, stop)
         if replacing:
             expand_counts_keep(cnt[j], members, cls_start, current, out_wj[s], diff[j])  # diff: taken
             out_total[s] = class_totals(rhoC, work, comm, cnt[j], X[j], n[j]) + class_restart_loss(
@@ -1168,23 +1259,40 @@ TREE_CELLS = 2**25
 #: Fewest jobs for the trees: below, a scan in O(S C^2) per step is faster (measured in
 #: docs/results.md §4).
 TREE_MIN_JOBS = 128
+#: Fewest jobs for the trees' leaves without the trees: each step then recomputes two jobs'
+#: entries, where the scan computes every entry of the steps that look for a new best, which
+#: costs less below (Gavel, 3 classes: leaves/scan time 1.31 at 8 jobs, 1.01 at 24, 0.78 at 64).
+LEAF_MIN_JOBS = 24
+#: Most float64 cells of the trees' leaves of one call (all rows) below :data:`TREE_MIN_JOBS`
+#: jobs: 8 MiB.  Above, the scan computes every entry.
+LEAF_CELLS = 2**20
 
 
 def class_trees(S, C, rows=1, trees=None, cells=TREE_CELLS):
-    """``(T, P)``: tree work arrays (m, C (C + 1) 2 P) for :func:`polish_classes_kernel`, or P = 0: scan.
+    """``(T, P, full)``: tree work arrays (m, C (C + 1) 2 P) for :func:`polish_classes_kernel`.
 
-    ``m = min(rows, cells // width)`` rows of trees fit in ``cells``: callers
-    polish ``m`` rows at a time.  ``trees``: None chooses (trees from
-    :data:`TREE_MIN_JOBS` jobs, when one row's fit), True and False force
-    either (the same steps).
+    ``full`` True: the trees, a step's best read off them in O(C^2 log S);
+    False: their leaves only, kept up to date and scanned (O(S C^2) reads per
+    step, two jobs' entries recomputed); P = 0: no work array, a scan that
+    computes every entry of every step.  ``m = min(rows, cells // width)``
+    rows fit in ``cells``: callers polish ``m`` rows at a time.  ``trees``:
+    None chooses (the trees from :data:`TREE_MIN_JOBS` jobs when one row's
+    fit, the leaves from :data:`LEAF_MIN_JOBS` when every row's fit in
+    :data:`LEAF_CELLS`, else the full scan); True, ``"leaves"`` and False
+    force each (the same steps).
     """
     P = 1
     while P < S + 1:
         P *= 2
     width = C * (C + 1) * 2 * P
-    if trees is False or (trees is None and (S < TREE_MIN_JOBS or width > cells)):
-        return np.zeros((rows, 1)), 0
-    return np.zeros((max(1, min(rows, cells // width)), width)), P
+    if trees is None:
+        if S >= TREE_MIN_JOBS:
+            trees = width <= cells
+        else:
+            trees = "leaves" if S >= LEAF_MIN_JOBS and width * rows <= LEAF_CELLS else False
+    if trees is False:
+        return np.zeros((rows, 1)), 0, False
+    return np.zeros((max(1, min(rows, cells // width)), width)), P, trees is True
 
 
 def polish_classes(rhoC: cython.const[cython.double][:, ::1], work: cython.const[cython.double][::1],
@@ -1194,10 +1302,11 @@ def polish_classes(rhoC: cython.const[cython.double][:, ::1], work: cython.const
 
     ``restart``: None, or ``(pen, current, curC)`` (:func:`restart_arrays`;
     ``current`` unused, may be None), to add restart losses.  ``trees``: see
-    :func:`class_trees` (True: keep the trees, False: scan; the same steps).
+    :func:`class_trees` (True: keep the trees, ``"leaves"``: their leaves, False: scan; the same steps).
     """
     X: cython.double[::1] = np.zeros(rhoC.shape[0])
     n: cython.longlong[::1] = np.zeros(rhoC.shape[0], dtype=np.int64)
+    B: cython.double[::1] = np.zeros(rhoC.shape[0])
     idle: cython.longlong[::1] = np.zeros(rhoC.shape[1], dtype=np.int64)
     diff: cython.longlong[::1] = np.zeros(rhoC.shape[0], dtype=np.int64)
     pen: cython.const[cython.double][::1]
@@ -1205,13 +1314,14 @@ def polish_classes(rhoC: cython.const[cython.double][:, ::1], work: cython.const
     replacing: cython.bint
     steps: cython.longlong
     replacing, pen, _, curC = restart_arrays(restart, rhoC.shape[0], rhoC.shape[1], 0)
-    T2, P = class_trees(rhoC.shape[0], rhoC.shape[1], 1, trees)
+    T2, P, full = class_trees(rhoC.shape[0], rhoC.shape[1], 1, trees)
     T: cython.double[::1] = T2[0]
     p: cython.Py_ssize_t = P
+    tr: cython.bint = full
     go: cython.const[cython.longlong][::1] = _GO
     with cython.nogil:
-        steps = polish_classes_kernel(rhoC, work, comm, mc, cnt, max_steps, X, n, idle, replacing, pen, curC, diff,
-                                      T, p, go)
+        steps = polish_classes_kernel(rhoC, work, comm, mc, cnt, max_steps, X, n, B, idle, replacing, pen, curC, diff,
+                                      T, p, tr, go)
     return steps
 
 
@@ -1235,10 +1345,11 @@ def polish_rows_classes(rhoC, work, comm, mc, class_of, members, cls_start, rows
     replacing, pen, current, curC = restart_arrays(restart, S, C, out_wj.shape[1])
     nt = threads if threads > 0 else (os.cpu_count() or 1)
     want = max(rows.shape[0], 1)
-    T, P = class_trees(S, C, want, None, tree_cells)
+    T, P, full = class_trees(S, C, want, None, tree_cells)
     m = T.shape[0] if P > 0 else want
     cnt = np.zeros((m, S, C), dtype=np.int64)
     X, n, idle = np.zeros((m, S)), np.zeros((m, S), dtype=np.int64), np.zeros((m, C), dtype=np.int64)
+    B = np.zeros((m, S))
     diff = np.zeros((m, S), dtype=np.int64)
     flag = _GO if stop is None else stop
     for a in range(0, rows.shape[0], m):
@@ -1246,8 +1357,8 @@ def polish_rows_classes(rhoC, work, comm, mc, class_of, members, cls_start, rows
             return
         chunk = np.ascontiguousarray(rows[a:a + m])
         _polish_rows_classes_kernel(rhoC, work, comm, mc, class_of, members, cls_start, chunk, max_steps, out_wj,
-                                    out_total, out_stats, cnt, X, n, idle, replacing, pen, curC, current, diff, T, P,
-                                    flag, nt)
+                                    out_total, out_stats, cnt, X, n, B, idle, replacing, pen, curC, current, diff, T, P,
+                                    full, flag, nt)
 
 
 def expand_keep(cnt: cython.longlong[:, ::1], members: cython.const[cython.longlong][::1],
