@@ -141,7 +141,7 @@ def pack(problem, rows, backend="auto", threads=1):
         topo.rack is not None, problem.available, problem.class_speed, kept.astype(np.uint8), threads)
 
 
-def node_candidate(problem):
+def node_candidate(problem, backend="auto"):
     """One job per node, the best such placement: an assignment ((K,) int64), or None.
 
     Job ``i`` on node ``v`` takes the node's fastest workers it can run on,
@@ -153,7 +153,7 @@ def node_candidate(problem):
     miss: they size jobs as if any mix of sizes packed into nodes, and a
     cluster of few large nodes beside many small ones makes them spread the
     largest job over many nodes where the optimum gives each job one node
-    and leaves workers idle.
+    and leaves workers idle.  ``backend`` runs the matching (SMP's).
     """
     from ._cost import comm_cost_at, job_time
     from .matching import deferred_acceptance
@@ -183,7 +183,8 @@ def node_candidate(problem):
     finite = np.isfinite(cost)
     if not finite.any(axis=1).all():
         return None
-    res = deferred_acceptance(np.where(finite, -cost, -np.inf), np.ones(S, dtype=np.int64), form="price")
+    res = deferred_acceptance(np.where(finite, -cost, -np.inf), np.ones(S, dtype=np.int64), form="price",
+                              backend=backend)
     node_of = np.full(S, -1)
     for v, i in enumerate(res.worker_job):
         if i >= 0:
@@ -289,7 +290,7 @@ def _place(problem, seed, opts, flat):
     ordered = np.array(ordered, dtype=np.int64).reshape(-1, K)
     packed = np.concatenate([pack(problem, ordered, opts["backend"]), ordered])
     if search:  # one job per node: a candidate the proxies miss when nodes differ in size
-        one = node_candidate(problem)
+        one = node_candidate(problem, opts["backend"])
         if one is not None:
             packed = np.concatenate([packed, one[None, :]])
     packed = np.ascontiguousarray(packed[_distinct(packed)])

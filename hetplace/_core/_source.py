@@ -238,7 +238,7 @@ def _read_only(kernel, positions):
 
     ndarray = np.ndarray
 
-    def entry(*args):
+    def entry(*args, **kwargs):
         args = list(args)
         for i in positions:
             if i < len(args):
@@ -247,7 +247,7 @@ def _read_only(kernel, positions):
                     a = a.view()
                     a.flags.writeable = False
                     args[i] = a
-        return kernel(*args)
+        return kernel(*args, **kwargs)
 
     entry.__name__, entry.__qualname__, entry.__doc__ = kernel.__name__, kernel.__qualname__, kernel.__doc__
     entry.kernel = kernel
