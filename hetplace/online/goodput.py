@@ -70,9 +70,10 @@ __all__ = ["AppProfile", "GoodputModel", "GoodputJob", "read_sia_workload", "sia
 #: Applications of Sia's artifact that this model covers (``gpt_pmp``, pipeline-parallel, is not).
 SIA_APPS = ("bert", "cifar10", "deepspeech2", "imagenet", "ncf", "yolov3")
 #: hetplace's GPU type name -> the profile suffix of Sia's artifact (docs/online.md §10).
-SIA_TYPES = {"t4": "aws", "rtx2080ti": "rtx", "a100": "dgx-ext"}
-#: Sia's heterogeneous cluster (its Table 3): ``{gpu_type: (nodes, GPUs per node)}``.
-SIA_CLUSTER = {"t4": (6, 4), "rtx2080ti": (3, 8), "a100": (2, 8)}
+SIA_TYPES = {"t4": "aws", "a100": "dgx-ext", "rtx2080ti": "rtx"}
+#: Sia's heterogeneous cluster (its Table 3): ``{gpu_type: (nodes, GPUs per node)}``, in the order of
+#: Sia's simulator (which breaks some ties by it).
+SIA_CLUSTER = {"t4": (6, 4), "a100": (2, 8), "rtx2080ti": (3, 8)}
 #: Checkpoint-restore seconds per application, charged at every allocation change, first start
 #: included: the delays Sia's simulator charges (``applications.py`` of Sia's artifact, measured by
 #: Sia's authors); any other application 30 s.
@@ -484,8 +485,11 @@ class AppProfile:
         atomic = math.ceil(local / (s + 1) - _EPS)
         return min(atomic, int(lim), int(self.max_batch / (r * (s + 1)))), s
 
-    def candidates(self, placement):
+    def candidates(self, placement, max_batch=None):
         """The executor's ``(atomic batch, accumulation steps)`` choices on ``placement`` (Pollux's grid).
+
+        ``max_batch`` (default: the largest validated batch) caps the total batch, e.g. at a
+        job's requested batch as Sia's policy assumes.
 
         Total batches: :data:`BATCH_CANDIDATES` geometrically spaced from ``max(init_batch,
         R * min_local_bsz)`` to the largest validated batch; per GPU ``local = M / R``; the
@@ -498,11 +502,12 @@ class AppProfile:
         p = _canon(placement)
         r = sum(p)
         lim = self.memory_limit(p)
+        hi = self._max_batch(max_batch)
         lo = max(self.init_batch, self.min_local_bsz * r)
-        if lo > self.max_batch * (1 + _EPS):
+        if lo > hi * (1 + _EPS):
             return []
         out = []
-        for m in np.geomspace(lo, self.max_batch, BATCH_CANDIDATES):
+        for m in np.geomspace(lo, hi, BATCH_CANDIDATES):
             atomic, s = self._split(p, m / r, lim)
             if atomic >= self.min_local_bsz and (atomic, s) not in out:
                 out.append((atomic, s))
@@ -530,20 +535,26 @@ class AppProfile:
             return 0.0
         return self.gain(sum(p) * atomic * (accum + 1), epoch) / (t + accum * max(t - sync, 0.0)) / self.slowdown
 
-    def rate(self, placement, epoch):
+    def _max_batch(self, max_batch):
+        if max_batch is None:
+            return self.max_batch
+        return min(max(float(max_batch), self.init_batch), self.max_batch)
+
+    def rate(self, placement, epoch, max_batch=None):
         """The executor's best ``(progress per second, atomic batch, accumulation steps)`` on ``placement`` in ``epoch``.
 
         ``(0.0, 0, 0)`` when no candidate can run there (too many GPUs for the largest batch, or
-        a placement outside the profiles).
+        a placement outside the profiles).  ``max_batch``: as in :meth:`candidates` (clipped to
+        the validated batches).
         """
         p = _canon(placement)
         e = min(max(int(epoch), 0), self.max_epochs - 1)
-        key = (p, e)
+        key = (p, e, None if max_batch is None else self._max_batch(max_batch))
         hit = self._rate_cache.get(key)
         if hit is not None:
             return hit
         best = (0.0, 0, 0)
-        for atomic, s in self.candidates(p):
+        for atomic, s in self.candidates(p, key[2]):
             g = self.goodput(p, atomic, s, e)
             if g > best[0]:
                 best = (g, atomic, s)

@@ -66,7 +66,8 @@ class OnlineResult:
         Busy GPU-seconds over ``n_gpus * end`` (``end``: the end of the last round simulated).
     ftf_mean, ftf_worst : float
         Finish-time fairness of the measured jobs: mean and maximum of
-        ``rho = JCT / JCT_isolated`` (docs/online.md §4).
+        ``rho = JCT / JCT_isolated`` (docs/online.md §4); NaN in the goodput world
+        (:func:`~hetplace.online.goodput_sim.simulate_goodput`), which defines no isolated share.
     restarts_per_job, gpu_hours : float
         Restarts (first starts not counted) per measured job; GPU-hours the
         measured jobs held.
@@ -97,8 +98,8 @@ class OnlineResult:
         measured = np.array([window is None or window[0] <= r.job.job_id < window[1] for r in runs])
         ftf = np.full(n, math.nan)
         for i, r in enumerate(runs):
-            if not math.isfinite(r.finish) or r.active_time <= 0:
-                continue
+            if progress is None or not math.isfinite(r.finish) or r.active_time <= 0:
+                continue  # the goodput world defines no isolated share: no FTF there
             iso = progress.isolated_rate(r.job.model, r.job.scale_factor, cluster,
                                          max(r.active_n_time / r.active_time, 1.0))
             if iso > 0:

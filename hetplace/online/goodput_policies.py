@@ -1,0 +1,325 @@
+"""Policies of the goodput world (docs/online.md §10): Sia re-implemented, and a FIFO baseline.
+
+A goodput-world policy has ``name`` and ``decide(state: GoodputState) -> {job_id: (gpu_type, {node:
+n_gpus})}`` (:mod:`hetplace.online.goodput_sim`).  Jobs left out get no GPUs this round; a job whose
+restart is under way (``GoodputJobState.pinned``) keeps its GPUs whatever the policy says, and
+``state.free`` already excludes them.
+"""
+
+import math
+
+import numpy as np
+
+from .._validation import check_seed, is_real_scalar
+from ..errors import InvalidOptionError
+from .goodput_sim import pack
+
+__all__ = ["GOODPUT_POLICIES", "make_goodput_policy", "goodput_policy_names", "SiaGoodputPolicy", "FifoGoodputPolicy",
+           "SIA_POLICY_RESTART_S", "sia_configs", "place_counts", "solve_sia_program"]
+
+#: The restart seconds Sia's *policy* assumes per application (its re-allocation factor), which are not
+#: the delays its simulator charges (cifar10 30 against 50, yolov3 45 against 80): the settings of
+#: Sia's policy in its artifact (``sia.py``).
+SIA_POLICY_RESTART_S = {"deepspeech2": 25.0, "imagenet": 250.0, "cifar10": 30.0, "bert": 120.0, "yolov3": 45.0,
+                        "default": 30.0}
+
+
+def sia_configs(cluster):
+    """Sia's configurations ``[(gpu_type, n_gpus)]``: powers of two inside a node, then whole nodes, at most 64.
+
+    For a type of ``N`` nodes of ``m`` GPUs: 1, 2, 4, ... up to ``m``, then ``k m`` for ``k = 2 .. N``;
+    in cluster order.
+    """
+    out = []
+    for g, (n_nodes, m) in cluster.items():
+        c = 1
+        while c <= m:
+            out.append((g, c))
+            c *= 2
+        if out[-1] != (g, m):  # a node size that is not a power of two: the whole node too
+            out.append((g, m))
+        for k in range(2, n_nodes + 1):
+            if k * m > 64:
+                break
+            out.append((g, k * m))
+    return out
+
+
+def _shape_for(n, m):
+    """GPUs per node of ``n`` GPUs packed into nodes of ``m``: whole nodes, then the rest."""
+    return (m,) * (n // m) + ((n % m,) if n % m else ())
+
+
+def place_counts(counts, cluster, free):
+    """Physical nodes for per-type GPU counts: ``{job_id: (gpu_type, {node: n})}``.
+
+    ``counts`` is ``[(job_id, gpu_type, n)]``; ``free`` the free GPUs per node
+    (``state.free``).  Per type, largest jobs first (ties in the given order): a job of whole
+    nodes takes fully free nodes (lowest index first), a smaller one the fullest node that
+    still holds it (best fit); a job that fits neither way takes the GPUs of the fewest nodes
+    (:func:`~hetplace.online.goodput_sim.pack`), and one that does not fit at all gets none.
+    """
+    out = {}
+    left = {g: list(f) for g, f in free.items()}
+    order = sorted(range(len(counts)), key=lambda i: (-counts[i][2], i))
+    for i in order:
+        jid, g, n = counts[i]
+        m = cluster[g][1]
+        fl = left[g]
+        got = None
+        if n % m == 0:
+            whole = [k for k, f in enumerate(fl) if f == m][: n // m]
+            if len(whole) == n // m:
+                got = dict.fromkeys(whole, m)
+        elif n < m:
+            fits = [(f, k) for k, f in enumerate(fl) if f >= n]
+            if fits:
+                got = {min(fits)[1]: n}
+        if got is None:
+            got = pack(fl, n)
+        if got is None:
+            continue
+        for k, c in got.items():
+            fl[k] -= c
+        out[jid] = (g, got)
+    return out
+
+
+class FifoGoodputPolicy:
+    """FIFO with the trace's sizes: each job its requested GPUs on the fastest type with room, never moved.
+
+    Jobs start in arrival order; the first that does not fit on any type blocks the queue (no
+    backfilling).  The type is the one where the job's goodput at its requested size and batch
+    is highest, among those whose free nodes can hold it; a running job keeps its GPUs.
+    """
+
+    name = "fifo"
+    label = "FIFO (trace sizes)"
+    oracle = False
+
+    def decide(self, state):
+        free = {g: list(f) for g, f in state.free.items()}
+        out = {}
+        for js in state.jobs:
+            if js.placement:
+                out[js.job.job_id] = (js.gpu_type, dict(js.placement))
+                if not js.pinned:
+                    for k, c in js.placement.items():
+                        free[js.gpu_type][k] -= c
+        for js in state.jobs:
+            if js.placement:
+                continue
+            n = js.job.num_replicas
+            best = None
+            for g, (_, m) in state.cluster.items():
+                nodes = pack(free[g], n)
+                if nodes is None:
+                    continue
+                shape = tuple(nodes[k] for k in sorted(nodes))
+                rate = state.model.profile(js.job.app, g).rate(shape, js.epoch, js.job.batch_size)[0]
+                if rate > 0 and (best is None or rate > best[0]):
+                    best = (rate, g, nodes)
+            if best is None:
+                break
+            _, g, nodes = best
+            for k, c in nodes.items():
+                free[g][k] -= c
+            out[js.job.job_id] = (g, nodes)
+        return out
+
+
+class SiaGoodputPolicy:
+    """Sia (SOSP'23) as its artifact runs it: a goodput-normalised integer programme over (type, count) configurations.
+
+    Parameters
+    ----------
+    p : float
+        Power of the objective (default -0.5): with ``p < 0`` Sia minimises
+        ``sum G**p + lambda_n * (unallocated jobs)``, with ``p > 0`` it maximises it;
+        ``p != 0``.
+    lambda_n : float
+        Weight of an unallocated job (default 1.1; its sign opposite to ``p``'s, ``|lambda_n| > 1``).
+    restart_s : dict, optional
+        Restart seconds per application of the re-allocation factor (default
+        :data:`SIA_POLICY_RESTART_S`, Sia's own settings).
+    bootstrap : bool
+        True (default, Sia): a job's goodput is known only on types it has run on; a new job is
+        worth 1 on one GPU of every type, and on a type it has not run on its goodput is the
+        best-known type's scaled by the ratio of the two types' 1-GPU throughputs.  False: the
+        oracle ablation, every type known from the start.
+    clip : float
+        Largest objective coefficient (default 3000, Sia's).
+    time_limit : float or None
+        Seconds per solve (default None: to optimality, as Sia's CBC runs).
+
+    Notes
+    -----
+    Per job, a row of goodputs over :func:`sia_configs` is normalised so that its smallest
+    valid entry is 1; counts above ``max(2 x the most GPUs the job has run on, 1)`` (Sia's
+    growth cap, shared by every type) are invalid (1e-4).  When a job held a configuration in
+    the previous round, every other entry of its row is multiplied by the re-allocation factor
+    ``max(age - restarts R, 0) / (age + R)`` (1 while ``age < R``).  Coefficients
+    ``round(G**p, 2)``, capped at ``clip``; one configuration per job, GPUs per type within
+    capacity; jobs that are restarting keep theirs.  The programme is solved exactly with
+    OR-Tools CP-SAT (single-threaded, seeded: reproducible), whose ties may fall elsewhere than
+    CBC's.  Where Sia's policy uses Pollux's performance model fitted to the job's own runs, this
+    one uses the goodput model's true step times on the configurations the job could have
+    measured (docs/online.md §10).  Placement: :func:`place_counts`.
+    """
+
+    name = "sia"
+    label = "Sia (re-implemented)"
+    oracle = False
+
+    def __init__(self, p=-0.5, lambda_n=1.1, restart_s=None, bootstrap=True, clip=3000.0, time_limit=None, seed=0):
+        if not is_real_scalar(p) or not math.isfinite(float(p)) or float(p) == 0:
+            raise InvalidOptionError(f"p must be a finite number != 0 (Sia: -0.5); got {p!r}.")
+        if not is_real_scalar(lambda_n) or not math.isfinite(float(lambda_n)):
+            raise InvalidOptionError(f"lambda_n must be a finite number; got {lambda_n!r}.")
+        if not is_real_scalar(clip) or not float(clip) > 0:
+            raise InvalidOptionError(f"clip must be a number > 0; got {clip!r}.")
+        if time_limit is not None and not (is_real_scalar(time_limit) and float(time_limit) > 0):
+            raise InvalidOptionError(f"time_limit must be seconds > 0 or None; got {time_limit!r}.")
+        self.p, self.lambda_n, self.clip = float(p), float(lambda_n), float(clip)
+        self.restart_s = dict(SIA_POLICY_RESTART_S if restart_s is None else restart_s)
+        self.bootstrap = bool(bootstrap)
+        self.time_limit = time_limit
+        self.seed = check_seed(seed)
+        self._ratio = {}
+
+    def reset(self, seed=None):
+        if seed is not None:
+            self.seed = check_seed(seed)
+        self._ratio = {}
+
+    def _atomic(self, prof):
+        """Sia's 1-GPU "atomic throughput": largest 1-GPU local batch over the largest 1-GPU step time."""
+        key = (prof.app, prof.gpu_type)
+        if key not in self._ratio:
+            rows = prof.placements.get((1,))
+            self._ratio[key] = float(rows[0].max() / rows[1].max()) if rows is not None else 0.0
+        return self._ratio[key]
+
+    def _row(self, js, state, configs):
+        model, cluster = state.model, state.cluster
+        app = js.job.app
+        known = [g for g in cluster if (not self.bootstrap) or g in js.max_gpus]
+        row = np.full(len(configs), 1e-4)
+        if not known:  # a new job: 1 GPU of any type, each worth 1
+            for k, (g, n) in enumerate(configs):
+                if n == 1:
+                    row[k] = 1.0
+            return row
+        cap = 0
+        for g in cluster:
+            prof = model.profile(app, g)
+            grow = max(2 * js.max_gpus.get(g, 0), 1) if self.bootstrap else 64
+            cap = max(cap, min(grow, 64, int(prof.max_batch // prof.min_local_bsz)))
+        src = known[0]
+        src_prof = model.profile(app, src)
+        for k, (g, n) in enumerate(configs):
+            if not 1 <= n <= cap:
+                continue
+            if g in known:
+                prof = model.profile(app, g)
+                row[k] = prof.rate(_shape_for(n, cluster[g][1]), js.epoch, js.job.batch_size)[0]
+            else:
+                base = src_prof.rate(_shape_for(n, cluster[src][1]), js.epoch, js.job.batch_size)[0]
+                a_src = self._atomic(src_prof)
+                row[k] = base * (self._atomic(model.profile(app, g)) / a_src if a_src > 0 else 0.0)
+        pos = row[row > 1e-4]
+        row = row / (pos.min() if pos.size else 1.0)
+        row[row <= 1e-4] = 1e-4
+        return row
+
+    def program(self, state):
+        """Sia's programme for ``state``: ``(configs, jobs, coefficients, capacity, pinned)``.
+
+        ``coefficients[i, k]`` is ``round(G**p, 2)`` (capped at ``clip``) of ``jobs[i]`` on
+        ``configs[k]``; ``capacity`` the free GPUs per type once the ``pinned`` allocations
+        (restarting jobs, ``{job_id: (type, {node: n})}``) are kept.
+        """
+        configs = sia_configs(state.cluster)
+        cap = {g: sum(state.free[g]) for g in state.cluster}  # restarting jobs keep theirs
+        idx = {c: k for k, c in enumerate(configs)}
+        pinned, jobs, rows = {}, [], []
+        for js in state.jobs:
+            if js.pinned:
+                pinned[js.job.job_id] = (js.gpu_type, dict(js.placement))
+                continue
+            row = self._row(js, state, configs)
+            prev = idx.get((js.gpu_type, js.n_gpus)) if js.placement else None
+            if prev is not None:
+                r_s = self.restart_s.get(js.job.app, self.restart_s.get("default", 30.0))
+                f = 1.0 if js.age < r_s else max(js.age - js.restarts * r_s, 0.0) / (js.age + r_s)
+                keep = row[prev]
+                row = row * f
+                row[prev] = keep
+            with np.errstate(divide="ignore", over="ignore"):
+                a = np.power(np.maximum(row, 0.0), self.p)
+            rows.append(np.minimum(np.round(np.nan_to_num(a, nan=self.clip, posinf=self.clip), 2), self.clip))
+            jobs.append(js)
+        coef = np.array(rows).reshape(len(jobs), len(configs))
+        return configs, tuple(jobs), coef, cap, pinned
+
+    def decide(self, state):
+        configs, jobs, coef, cap, out = self.program(state)
+        if jobs:
+            pick = solve_sia_program(coef, configs, cap, self.lambda_n, self.p, self.seed, self.time_limit)
+            counts = [(js.job.job_id,) + configs[k] for js, k in zip(jobs, pick) if k >= 0]
+            out.update(place_counts(counts, state.cluster, state.free))
+        return out
+
+
+def solve_sia_program(coef, configs, cap, lambda_n, p, seed=0, time_limit=None):
+    """Sia's integer programme, exactly: the configuration index of each job (-1: none).
+
+    With ``p < 0`` minimise ``sum_{i,k} coef[i, k] x[i, k] + lambda_n (jobs - sum x)``, with
+    ``p > 0`` maximise it; at most one configuration per job; per type, the GPUs of the chosen
+    configurations within ``cap[type]``.  Coefficients are taken to two decimals (Sia rounds
+    them so) and solved as integers with OR-Tools CP-SAT, single-threaded and seeded.
+    """
+    from ortools.sat.python import cp_model
+
+    n, kk = coef.shape
+    m = cp_model.CpModel()
+    x = [[m.new_bool_var(f"x{i}_{k}") for k in range(kk)] for i in range(n)]
+    for i in range(n):
+        m.add(sum(x[i]) <= 1)
+    for g, c in cap.items():
+        ks = [k for k, (h, _) in enumerate(configs) if h == g]
+        if ks:
+            m.add(sum(configs[k][1] * x[i][k] for i in range(n) for k in ks) <= int(c))
+    lam = int(round(100 * lambda_n))
+    obj = sum((int(round(100 * coef[i, k])) - lam) * x[i][k] for i in range(n) for k in range(kk))
+    if p < 0:
+        m.minimize(obj)
+    else:
+        m.maximize(obj)
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.random_seed = int(seed) % 2**31
+    if time_limit is not None:
+        solver.parameters.max_time_in_seconds = float(time_limit)
+    status = solver.solve(m)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return [-1] * n
+    return [next((k for k in range(kk) if solver.value(x[i][k])), -1) for i in range(n)]
+
+
+#: Goodput-world policies by name.
+GOODPUT_POLICIES = {"sia": SiaGoodputPolicy, "fifo": FifoGoodputPolicy}
+
+
+def goodput_policy_names():
+    """Names :func:`make_goodput_policy` accepts."""
+    return tuple(GOODPUT_POLICIES)
+
+
+def make_goodput_policy(name, **options):
+    """A goodput-world policy by name (:data:`GOODPUT_POLICIES`), with its options."""
+    cls = GOODPUT_POLICIES.get(name)
+    if cls is None:
+        raise InvalidOptionError(
+            f"unknown goodput policy {name!r}; choose one of {', '.join(GOODPUT_POLICIES)}.")
+    return cls(**options)

@@ -1,0 +1,430 @@
+"""The goodput world's simulator (docs/online.md §10): a cluster in nodes, jobs that progress by goodput.
+
+:func:`simulate_goodput` runs a Sia-format workload (:func:`~hetplace.online.goodput.read_sia_workload`)
+on a cluster given as ``{gpu_type: (nodes, GPUs per node)}`` under a policy, round by round, with the
+progress model of :mod:`hetplace.online.goodput`.  A policy places each job on **one GPU type** and
+names how many GPUs it takes on which node of that type: ``{job_id: (gpu_type, {node: n_gpus})}``.
+The result is an :class:`~hetplace.online.OnlineResult` (JCTs, p99, makespan, GPU-hours, restarts,
+decision times) as in Gavel's world.
+"""
+
+import math
+import numbers
+import time
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .._validation import check_seed, is_real_scalar
+from ..errors import HetplaceWarning, InvalidOptionError
+from .goodput import SIA_CLUSTER, GoodputJob, GoodputModel, _canon, read_sia_workload
+from .simulator import DECISION_LIMIT_S, MAX_ROUNDS, STALL_ROUNDS, _policy_name, _reset, _Run
+
+__all__ = ["GoodputJobState", "GoodputState", "simulate_goodput", "parse_goodput_cluster", "pack", "ROUND_S"]
+
+#: Round length of Sia's and Pollux's simulators (seconds).
+ROUND_S = 60.0
+
+
+@dataclass(frozen=True)
+class _Record:
+    """A workload job as the shared result table sees it (``model`` is the application)."""
+
+    job_id: int
+    model: str
+    arrival: float
+    scale_factor: int
+    total_steps: float
+    name: str
+    batch_size: int
+
+
+@dataclass(frozen=True)
+class GoodputJobState:
+    """An active job as a goodput-world policy sees it.
+
+    Attributes
+    ----------
+    job : GoodputJob
+        Name, arrival, application and the trace's ``num_replicas`` and ``batch_size``.
+    progress : float
+        Statistical progress so far (steps at the application's initial batch); a policy
+        knows what a job has done, not how much is left.
+    epoch : int
+        Epochs completed.
+    gpu_type : str or None
+        Type it ran on in the previous round (None: no GPUs).
+    placement : dict
+        ``{node: n_gpus}`` it held in the previous round on ``gpu_type``.
+    attained_service : float
+        GPU-seconds received so far (restarts included).
+    age : float
+        Seconds since it arrived.
+    restarts : int
+        Restarts so far (the first start not counted).
+    restart_left : float
+        Seconds of checkpoint-restore still to run: while > 0 the job keeps its
+        GPUs whatever the policy returns (Sia's simulator does the same).
+    max_gpus : dict
+        ``{gpu_type: the most GPUs it has run on there}`` (types it has run on only).
+    """
+
+    job: GoodputJob
+    progress: float
+    epoch: int
+    gpu_type: object
+    placement: dict
+    attained_service: float
+    age: float
+    restarts: int
+    restart_left: float
+    max_gpus: dict
+
+    @property
+    def n_gpus(self):
+        """GPUs held in the previous round."""
+        return sum(self.placement.values())
+
+    @property
+    def pinned(self):
+        """True while a restart is under way: the job keeps its allocation this round."""
+        return self.restart_left > 0 and bool(self.placement)
+
+
+@dataclass(frozen=True)
+class GoodputState:
+    """What a goodput-world policy sees at a round boundary.
+
+    Attributes
+    ----------
+    time, round_s : float
+    cluster : dict
+        ``{gpu_type: (nodes, GPUs per node)}``.
+    jobs : tuple of GoodputJobState
+        Active jobs, by arrival.
+    model : GoodputModel
+        The profiles (step times, gradient statistics) of every application.
+    round_index : int
+    finished : tuple of GoodputJob
+        Jobs that finished since the previous decision.
+    free : dict
+        ``{gpu_type: tuple of free GPUs per node}`` once the pinned jobs (restarting,
+        :attr:`GoodputJobState.pinned`) keep their GPUs: what the policy may hand out.
+    """
+
+    time: float
+    round_s: float
+    cluster: dict
+    jobs: tuple
+    model: object
+    round_index: int = 0
+    finished: tuple = ()
+    free: dict = None
+
+
+def parse_goodput_cluster(cluster, model):
+    """``{gpu_type: (nodes, GPUs per node)}`` checked against the types ``model`` profiles."""
+    if cluster is None:
+        cluster = SIA_CLUSTER
+    if not isinstance(cluster, Mapping) or not cluster:
+        raise InvalidOptionError(
+            f"cluster must be a dict {{gpu_type: (nodes, GPUs per node)}}, e.g. {SIA_CLUSTER}; got {cluster!r}.")
+    out = {}
+    for g, spec in cluster.items():
+        if g not in model.gpu_types:
+            raise InvalidOptionError(
+                f"cluster has GPU type {g!r}, which the model does not profile ({', '.join(model.gpu_types)}).")
+        ok = isinstance(spec, Sequence) and len(spec) == 2 and all(
+            isinstance(x, numbers.Integral) and not isinstance(x, bool) for x in spec)
+        if not ok or not (1 <= spec[0] <= 100_000 and 1 <= spec[1] <= 64):
+            raise InvalidOptionError(
+                f"cluster[{g!r}] must be (nodes, GPUs per node), whole numbers in [1, 100000] and [1, 64]; "
+                f"got {spec!r}.")
+        out[g] = (int(spec[0]), int(spec[1]))
+    return out
+
+
+def pack(free, n):
+    """Nodes for ``n`` GPUs among ``free`` GPUs per node: ``{node: n_gpus}``, or None if they do not fit.
+
+    One node when one can hold them (the one with the fewest free GPUs that can: best fit, to
+    keep whole nodes free); otherwise the nodes with the most free GPUs first, so the job spans
+    as few nodes as it can.  Ties by node index.
+    """
+    n = int(n)
+    if n <= 0 or sum(free) < n:
+        return None
+    fits = [(f, k) for k, f in enumerate(free) if f >= n]
+    if fits:
+        return {min(fits)[1]: n}
+    out = {}
+    for k in sorted(range(len(free)), key=lambda k: (-free[k], k)):
+        if n <= 0:
+            break
+        take = min(free[k], n)
+        if take:
+            out[k] = take
+            n -= take
+    return out
+
+
+def _shape(place):
+    """A placement ``{node: n}`` as the canonical tuple of GPUs per node (what a restart is judged on)."""
+    return _canon(place[k] for k in sorted(place))
+
+
+def _workload_iv(workload, model):
+    if isinstance(workload, (str, Path)):
+        workload = read_sia_workload(workload)
+    if not isinstance(workload, Sequence) or not workload:
+        raise InvalidOptionError("workload must be a non-empty sequence of GoodputJob (read_sia_workload) or a path.")
+    ids = set()
+    for j in workload:
+        if not isinstance(j, GoodputJob):
+            raise InvalidOptionError(f"workload must hold GoodputJob records; got {type(j).__name__}.")
+        if j.app not in model.profiles:
+            raise InvalidOptionError(
+                f"job {j.name!r} (id {j.job_id}) runs application {j.app!r}, which the model does not profile "
+                f"({', '.join(sorted(model.profiles))}).")
+        if j.job_id in ids:
+            raise InvalidOptionError(f"job id {j.job_id} appears twice in the workload.")
+        ids.add(j.job_id)
+    return tuple(sorted(workload, key=lambda j: (j.arrival, j.job_id)))
+
+
+class _GRun(_Run):
+    """The shared per-job record, plus the goodput world's state."""
+
+    __slots__ = ("gjob", "gtype", "place", "epoch", "max_by_type")
+
+    def __init__(self, gjob, total):
+        super().__init__(_Record(gjob.job_id, gjob.app, gjob.arrival, gjob.num_replicas, total, gjob.name,
+                                 gjob.batch_size))
+        self.gjob, self.gtype, self.place, self.epoch, self.max_by_type = gjob, None, {}, 0, {}
+
+    def gstate(self, now):
+        return GoodputJobState(self.gjob, self.done, self.epoch, self.gtype, dict(self.place), self.attained,
+                               now - self.gjob.arrival, self.restarts, self.restart_left, dict(self.max_by_type))
+
+
+def _check_decision(decision, name, active, cluster, free0):
+    """``{job_id: (type, {node: n})}`` of the policy's output, checked; pinned jobs are left to the caller."""
+    if not isinstance(decision, Mapping):
+        raise InvalidOptionError(
+            f"policy {name!r} returned {type(decision).__name__}; decide() must return a dict "
+            "{job_id: (gpu_type, {node: n_gpus})}.")
+    free = {g: list(f) for g, f in free0.items()}
+    out = {}
+    for jid, alloc in decision.items():
+        run = active.get(jid)
+        if run is None:
+            raise InvalidOptionError(
+                f"policy {name!r} allocated GPUs to job {jid!r}, which is not active at this round; allocate only "
+                "to the job ids of state.jobs.")
+        if run.restart_left > 0 and run.place:
+            continue  # a restarting job keeps its GPUs (GoodputJobState.pinned)
+        if alloc is None or alloc == ():
+            continue
+        if not (isinstance(alloc, Sequence) and len(alloc) == 2 and isinstance(alloc[1], Mapping)):
+            raise InvalidOptionError(
+                f"policy {name!r} gave job {jid} {alloc!r}; each value must be (gpu_type, {{node: n_gpus}}).")
+        g, nodes = alloc
+        if g not in cluster:
+            raise InvalidOptionError(
+                f"policy {name!r} gave job {jid} GPUs of type {g!r}, which the cluster does not have "
+                f"({', '.join(cluster)}).")
+        clean = {}
+        for k, n in nodes.items():
+            if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 0 <= k < cluster[g][0]:
+                raise InvalidOptionError(
+                    f"policy {name!r} named node {k!r} of type {g!r} for job {jid}; nodes are 0..{cluster[g][0] - 1}.")
+            if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
+                raise InvalidOptionError(
+                    f"policy {name!r} gave job {jid} {n!r} GPUs on node {k} of type {g!r}; counts must be whole "
+                    "numbers >= 0.")
+            if n:
+                if n > free[g][k]:
+                    raise InvalidOptionError(
+                        f"policy {name!r} put {n} GPUs of job {jid} on node {k} of type {g!r}, which has "
+                        f"{free[g][k]} free this round (nodes hold {cluster[g][1]}; restarting jobs keep theirs).")
+                free[g][k] -= int(n)
+                clean[int(k)] = int(n)
+        if clean:
+            out[jid] = (g, clean)
+    return out
+
+
+def simulate_goodput(workload, model, policy, cluster=None, round_s=ROUND_S, seed=0, decision_limit=DECISION_LIMIT_S,
+                     max_hours=None):
+    """Simulate ``policy`` on a Sia-format ``workload`` in the goodput world.
+
+    Parameters
+    ----------
+    workload : sequence of GoodputJob or path
+        :func:`~hetplace.online.goodput.read_sia_workload`.
+    model : GoodputModel
+        :meth:`GoodputModel.from_sia` (the truth: step times, statistical efficiency,
+        restart seconds per application).
+    policy : str or policy object
+        A name of :data:`GOODPUT_POLICIES` or an object with ``name`` and
+        ``decide(state: GoodputState) -> {job_id: (gpu_type, {node: n_gpus})}``
+        (optionally ``reset(seed=...)``).
+    cluster : dict, optional
+        ``{gpu_type: (nodes, GPUs per node)}``; default Sia's 64 GPUs
+        (:data:`~hetplace.online.goodput.SIA_CLUSTER`).
+    round_s : float
+        Round length (default 60 s, Sia's and Pollux's simulators), in [1, 86400].
+    seed : int
+        Passed to ``policy.reset(seed=...)``.
+    decision_limit : float
+        Seconds one decision may take before it is counted in ``slow_decisions``.
+    max_hours : float, optional
+        Stop (``status="stalled"``) once simulated time passes this many hours.
+
+    Returns
+    -------
+    OnlineResult
+        Every job measured; ``total_steps`` and ``done_steps`` are statistical progress.
+
+    Notes
+    -----
+    At every round boundary the jobs that have arrived join and the policy decides.  A job
+    whose GPU type or shape (GPUs per node, in any order of nodes) changes, or that starts
+    or resumes, pays its application's checkpoint-restore seconds (first start included)
+    holding its new GPUs, and keeps them until the restart is over; the same shape on
+    other nodes is no restart (Sia's simulator counts it so); then it progresses at the goodput of its placement
+    (:meth:`AppProfile.advance`), its batch chosen again at every epoch, and finishes
+    at the exact moment it reaches the end of its last epoch.
+    """
+    from .goodput_policies import make_goodput_policy
+    from .result import OnlineResult
+
+    if not isinstance(model, GoodputModel):
+        raise InvalidOptionError(f"model must be a GoodputModel (GoodputModel.from_sia); got {type(model).__name__}.")
+    cluster = parse_goodput_cluster(cluster, model)
+    jobs = _workload_iv(workload, model)
+    if not (is_real_scalar(round_s) and 1.0 <= float(round_s) <= 86400.0):
+        raise InvalidOptionError(f"round_s must be seconds in [1, 86400]; got {round_s!r}.")
+    round_s = float(round_s)
+    if not (is_real_scalar(decision_limit) and float(decision_limit) > 0):
+        raise InvalidOptionError(f"decision_limit must be seconds > 0; got {decision_limit!r}.")
+    if max_hours is not None and not (is_real_scalar(max_hours) and float(max_hours) > 0):
+        raise InvalidOptionError(f"max_hours must be hours > 0 or None; got {max_hours!r}.")
+    seed = check_seed(seed)
+    if isinstance(policy, str):
+        policy = make_goodput_policy(policy)
+    elif not callable(getattr(policy, "decide", None)):
+        raise InvalidOptionError(
+            f"policy must be a goodput policy name or an object with decide(state); got {type(policy).__name__}.")
+    _reset(policy, seed)
+    name = _policy_name(policy)
+    limit_t = math.inf if max_hours is None else float(max_hours) * 3600.0
+    runs = {j.job_id: _GRun(j, model.profile(j.app, next(iter(cluster))).total_progress) for j in jobs}
+    K = sum(n * m for n, m in cluster.values())
+    active = {}
+    nxt, t, rnd, still, slow = 0, 0.0, 0, 0, 0
+    status, stalled, finished = "complete", {}, []
+    rounds = {"time": [], "busy": [], "active": [], "running": [], "decision_time": []}
+    left = len(jobs)
+    while left:
+        while nxt < len(jobs) and jobs[nxt].arrival <= t:
+            active[jobs[nxt].job_id] = runs[jobs[nxt].job_id]
+            nxt += 1
+        if not active:
+            t = max(t + round_s, math.ceil(jobs[nxt].arrival / round_s) * round_s)
+            continue
+        if t > limit_t or rnd >= MAX_ROUNDS:
+            status = "stalled"
+            stalled = {jid: f"still running at the time limit ({t / 3600:.1f} h)" for jid in active}
+            break
+        free = {g: [m] * n for g, (n, m) in cluster.items()}
+        for r in active.values():
+            if r.restart_left > 0 and r.place:
+                for k, c in r.place.items():
+                    free[r.gtype][k] -= c
+        state = GoodputState(t, round_s, dict(cluster), tuple(r.gstate(t) for r in active.values()), model, rnd,
+                             tuple(finished), {g: tuple(f) for g, f in free.items()})
+        finished = []
+        t0 = time.perf_counter()
+        decision = policy.decide(state)
+        dt = time.perf_counter() - t0
+        if dt > decision_limit:
+            if not slow:
+                warnings.warn(f"policy {name!r} took {dt:.3g} s to decide round {rnd}, over the decision_limit of "
+                              f"{decision_limit:g} s; the result counts such rounds (slow_decisions).",
+                              HetplaceWarning, stacklevel=2)
+            slow += 1
+        decision = _check_decision(decision, name, active, cluster, free)
+        busy, running, advanced = 0.0, 0, False
+        done_now = []
+        for jid, run in active.items():
+            if not (run.restart_left > 0 and run.place):  # pinned jobs keep theirs
+                g, place = decision.get(jid, (None, {}))
+                if (g, _shape(place)) == (run.gtype, _shape(run.place)):
+                    run.place = dict(place)  # the same shape on other nodes: no restart (Sia's simulator)
+                else:
+                    if place:
+                        prof = model.profile(run.gjob.app, g)
+                        if math.isfinite(run.start):
+                            run.restarts += 1
+                        else:
+                            run.start = t
+                        run.restart_left = prof.restart_s
+                    else:
+                        run.restart_left = 0.0
+                    run.gtype, run.place = (g, dict(place)) if place else (None, {})
+            held = round_s
+            if run.place:
+                running += 1
+                n = sum(run.place.values())
+                run.max_gpus = max(run.max_gpus, n)
+                run.max_by_type[run.gtype] = max(run.max_by_type.get(run.gtype, 0), n)
+                run.types.add(run.gtype)
+                prof = model.profile(run.gjob.app, run.gtype)
+                use = min(run.restart_left, round_s)
+                run.restart_left -= use
+                run.restart_seconds += n * use
+                before = run.done
+                placement = tuple(run.place[k] for k in sorted(run.place))
+                run.done, used = prof.advance(placement, run.done, round_s - use)
+                run.epoch = prof.epoch_of(run.done)
+                advanced = advanced or run.done > before or use > 0
+                if run.done >= prof.total_progress:
+                    held = use + used
+                    run.finish = t + held
+                    done_now.append(jid)
+                run.time_run += held
+                run.attained += n * held
+                run.gpu_seconds += n * held
+                busy += n * held
+                run.rounds_on[run.gtype] = run.rounds_on.get(run.gtype, 0) + 1
+            run.active_n_time += len(active) * held
+            run.active_time += held
+        for jid in done_now:
+            run = active.pop(jid)
+            finished.append(run.gjob)
+            run.place, run.gtype = {}, None
+            left -= 1
+        rounds["time"].append(t)
+        rounds["busy"].append(busy / (K * round_s))
+        rounds["active"].append(len(active) + len(done_now))
+        rounds["running"].append(running)
+        rounds["decision_time"].append(dt)
+        waiting = nxt >= len(jobs) or jobs[nxt].arrival > t + round_s
+        still = still + 1 if (not advanced and waiting) else 0
+        if still >= STALL_ROUNDS:
+            status = "stalled"
+            stalled = {jid: ("no GPUs" if not r.place else f"no progress on {r.gtype} {r.place}")
+                       for jid, r in active.items()}
+            break
+        t += round_s
+        rnd += 1
+    return OnlineResult(
+        runs=[runs[j.job_id] for j in jobs], cluster={g: n * m for g, (n, m) in cluster.items()}, policy=name,
+        round_s=round_s, restart="per-application", window=None,
+        rounds={k: np.asarray(v) for k, v in rounds.items()}, status=status, progress=None, seed=seed,
+        stalled=stalled, decision_limit=float(decision_limit), slow_decisions=slow,
+    )
