@@ -276,3 +276,107 @@ def test_the_oracle_ablation_knows_every_type_from_the_start(model):
     boot = SiaGoodputPolicy().program(state_seen[0])[2]
     # bootstrap: only the 1-GPU entries are valid for a new job; oracle: larger counts too
     assert (boot[0] < 100).sum() == 2 and (coef[0] < 100).sum() > 2  # an invalid entry costs 1e-4 ** -0.5 = 100
+
+
+# -- Gavel's max-sum-throughput as Sia ran it ------------------------------------------------------------------
+
+def _dense_center(R, scale, cap, X0, z_low, iters=200):
+    """The analytic centre written out slowly: Newton's method with the full Hessian, no Woodbury."""
+    usable = (R > 0) & (scale[:, None] <= cap[None, :])
+    idx = np.argwhere(usable)
+    n = len(idx)
+    x = X0[usable].copy()
+    J, T = R.shape
+
+    def parts(x):
+        X = np.zeros((J, T))
+        X[usable] = x
+        return X, 1 - X.sum(1), cap - scale @ X, float((R * X).sum()) - z_low
+
+    def phi(x):
+        X, a, b, d = parts(x)
+        if (x <= 0).any() or (a <= 0).any() or (b <= 0).any() or d <= 0:
+            return math.inf
+        return -(np.log(x).sum() + np.log(a).sum() + np.log(b).sum() + math.log(d))
+
+    for _ in range(iters):
+        X, a, b, d = parts(x)
+        g = np.zeros(n)
+        H = np.zeros((n, n))
+        for k, (j, t) in enumerate(idx):
+            g[k] = -1 / x[k] + 1 / a[j] + scale[j] / b[t] - R[j, t] / d
+            H[k, k] += 1 / x[k] ** 2
+            for m2, (j2, t2) in enumerate(idx):
+                H[k, m2] += (j == j2) / a[j] ** 2 + (t == t2) * scale[j] * scale[j2] / b[t] ** 2 + R[j, t] * R[j2, t2] / d ** 2
+        step = -np.linalg.solve(H, g)
+        dec = -g @ step
+        if dec < 1e-12:
+            break
+        s = 1.0
+        while phi(x + s * step) > phi(x) - 0.25 * s * dec:
+            s *= 0.5
+        x = x + s * step
+    return parts(x)[0]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_max_sum_centre_is_the_analytic_centre_of_the_optimal_face(seed):
+    from hetplace.online import _lp
+    from hetplace.online.policies_peers import max_sum_throughput_shares
+
+    rng = np.random.default_rng(seed)
+    J, T = int(rng.integers(2, 5)), int(rng.integers(2, 4))
+    R = rng.choice([0.0, 1.0, 2.0, 3.0], size=(J, T))
+    R[:, 0] = np.maximum(R[:, 0], 1.0)
+    scale = rng.choice([1.0, 2.0], size=J)
+    cap = rng.choice([1.0, 2.0, 4.0], size=T)
+    V = max_sum_throughput_shares(R, scale, cap)
+    C = max_sum_throughput_shares(R, scale, cap, center=True)
+    opt = float((R * V).sum())
+    assert float((R * C).sum()) >= opt * (1 - 1.1e-6)
+    usable = (R > 0) & (scale[:, None] <= cap[None, :])
+    assert (C[usable] > 0).all() and (C[~usable] == 0).all()
+    assert (C.sum(1) <= 1 + 1e-12).all() and (scale @ C <= cap + 1e-9).all()
+    T_ = T
+    theta = 0.5 * min(1.0 / T_, float(np.min(cap / np.maximum((scale[:, None] * usable).sum(axis=0), 1e-300))))
+    X0 = (1 - 0.5e-6) * V + 0.5e-6 * theta * usable
+    ref = _dense_center(R, scale, cap, X0, opt * (1 - 1e-6))
+    assert np.allclose(C, ref, atol=1e-6)
+    assert _lp.max_sum_center(V, np.zeros_like(R), scale, cap) is not None  # nothing usable: unchanged
+
+
+def test_two_identical_jobs_share_two_identical_types_half_and_half():
+    from hetplace.online.policies_peers import max_sum_throughput_shares
+
+    C = max_sum_throughput_shares(np.ones((2, 2)), np.ones(2), np.ones(2), center=True)
+    assert np.allclose(C, 0.5, atol=1e-5)
+
+
+def test_gavel_runs_jobs_at_their_trace_size_and_batch(model):
+    pol = make_goodput_policy("gavel-mst")
+    r = simulate_goodput([_job(0, n=4, batch=128)], model, pol, cluster=CLUSTER, round_s=360.0)
+    prof = model.profile("toy", "fast")
+    assert r.jobs["types"][0] == "fast" and r.jobs["max_gpus"][0] == 4
+    assert r.jobs["jct"][0] == pytest.approx(20.0 + prof.time_alone((4,), batch=128), rel=1e-9)
+    assert prof.time_alone((4,), batch=128) > prof.time_alone((4,))  # a fixed batch is no faster than a tuned one
+
+
+def test_gavel_time_shares_jobs_that_do_not_fit_together(model):
+    seen = []
+    inner = make_goodput_policy("gavel-mst", center=True)
+
+    class Spy:
+        name = "spy"
+        tune_batch = False
+
+        def decide(self, state):
+            d = inner.decide(state)
+            seen.append(sorted(d))
+            return d
+
+    # three 4-GPU jobs, room for two on the fast type and one (slowly) on the slow one
+    jobs = [_job(i, n=4, batch=128) for i in range(3)]
+    r = simulate_goodput(jobs, model, Spy(), cluster={"fast": (1, 4), "slow": (1, 4)}, round_s=360.0)
+    assert r.status == "complete" and r.n_finished == 3
+    assert all(len(s) <= 2 for s in seen)
+    assert len({tuple(s) for s in seen[:4]}) > 1  # the round mechanism rotates who runs

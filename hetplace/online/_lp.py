@@ -27,7 +27,8 @@ import numpy as np
 
 from ..errors import MissingDependencyError, SolverError
 
-__all__ = ["ShareResult", "max_min_shares", "ftf_shares", "proportional_share", "isolated_share", "ftf_ratios"]
+__all__ = ["ShareResult", "max_min_shares", "ftf_shares", "proportional_share", "isolated_share", "ftf_ratios",
+           "max_sum_center"]
 
 
 @dataclass(frozen=True)
@@ -215,6 +216,90 @@ def _analytic_center(coef, scale, capacity, usable, X0, z_low, iters=100):
                 return X
         X, f = X + t * step, fn
     return X
+
+
+def _center_total(coef, scale, capacity, usable, X0, z_low, iters=100):
+    """Newton's method on the log barrier of ``{X : sum_jt c X >= z_low}``: the analytic centre of a max-sum face.
+
+    As :func:`_analytic_center`, with one total-rate constraint in place of one per job: the
+    Hessian is the per-job blocks plus ``T + 1`` rank-one terms (one per type, one for the
+    total), solved by the Woodbury identity with a ``(T + 1)``-square system.
+    """
+    J, T = coef.shape
+    M = usable.astype(np.float64)
+    c = coef * M
+    U = scale[:, None] * M
+    X = X0 * M
+    eye = np.eye(T)
+
+    def slacks(X):
+        return (np.where(usable, X, 1.0), 1.0 - X.sum(axis=1), capacity - (U * X).sum(axis=0),
+                float((c * X).sum()) - z_low)
+
+    def phi(X):
+        x, a, b, d = slacks(X)
+        if (x <= 0).any() or (a <= 0).any() or (b <= 0).any() or d <= 0:
+            return math.inf
+        return -(np.log(x[usable]).sum() + np.log(a).sum() + np.log(b).sum() + math.log(d))
+
+    f = phi(X)
+    if not math.isfinite(f):
+        return X
+    for _ in range(iters):
+        x, a, b, d = slacks(X)
+        g = (-1.0 / x + (1.0 / a)[:, None] + U / b[None, :] - c / d) * M
+        B = np.einsum("jt,tu->jtu", np.where(usable, 1.0 / x**2, 1.0), eye)
+        B += np.einsum("jt,ju->jtu", M, M) / (a**2)[:, None, None]
+        Binv = np.linalg.inv(B)
+        BinvG = np.einsum("jtu,ju->jt", Binv, g)
+        # coupling vectors: column s < T is type s's capacity row, column T the total rate
+        W = np.concatenate([np.einsum("jts,js->jts", Binv, U), np.einsum("jtu,ju->jt", Binv, c)[:, :, None]], axis=2)
+        V = np.concatenate([np.einsum("jt,ts->jts", U, eye), c[:, :, None]], axis=2)
+        small = np.diag(np.r_[b**2, d**2]) + np.einsum("jts,jtr->sr", V, W)
+        y = np.linalg.solve(small, np.einsum("jts,jt->s", V, BinvG))
+        step = -(BinvG - np.einsum("jts,s->jt", W, y)) * M
+        dec = -float((g * step).sum())
+        if dec < 1e-9:
+            break
+        t = 1.0
+        while True:
+            fn = phi(X + t * step)
+            if fn <= f - 0.25 * t * dec:
+                break
+            t *= 0.5
+            if t < 1e-12:
+                return X
+        X, f = X + t * step, fn
+    return X
+
+
+def max_sum_center(X, coef, scale, capacity, gap=1e-6):
+    """The analytic centre of the optimal face of ``max sum c X`` (Gavel's max-sum-throughput), from an optimum ``X``.
+
+    ``X`` is any optimal share matrix (a vertex from a simplex solver); the result keeps the
+    total rate within a relative ``gap`` of it and lies where an interior-point solver such as
+    Gavel's ECOS converges: inside the face, every usable share strictly positive.  Types
+    without GPUs are left out.
+    """
+    coef = np.asarray(coef, dtype=np.float64)
+    scale = np.asarray(scale, dtype=np.float64)
+    capacity = np.asarray(capacity, dtype=np.float64)
+    X = np.asarray(X, dtype=np.float64)
+    usable = (coef > 0) & (scale[:, None] <= capacity[None, :]) & (capacity[None, :] > 0)
+    total = float((coef * X).sum())
+    if not usable.any() or total <= 0:
+        return X
+    keep = usable.any(axis=0)
+    if not keep.all():
+        out = np.zeros_like(X)
+        out[:, keep] = max_sum_center(X[:, keep], coef[:, keep], scale, capacity[keep], gap)
+        return out
+    T = coef.shape[1]
+    theta = 0.5 * min(1.0 / T, float(np.min(capacity / np.maximum((scale[:, None] * usable).sum(axis=0), 1e-300))))
+    alpha = 0.5 * gap
+    X0 = (1 - alpha) * X + alpha * theta * usable
+    return _capacity_fix(_clean(_center_total(coef, scale, capacity, usable, X0, total * (1 - gap))), scale,
+                         capacity)
 
 
 def max_min_shares(coef, scale, capacity, efficient=True, center=False, center_gap=1e-6):

@@ -540,15 +540,24 @@ class AppProfile:
             return self.max_batch
         return min(max(float(max_batch), self.init_batch), self.max_batch)
 
-    def rate(self, placement, epoch, max_batch=None):
+    def rate(self, placement, epoch, max_batch=None, batch=None):
         """The executor's best ``(progress per second, atomic batch, accumulation steps)`` on ``placement`` in ``epoch``.
 
         ``(0.0, 0, 0)`` when no candidate can run there (too many GPUs for the largest batch, or
         a placement outside the profiles).  ``max_batch``: as in :meth:`candidates` (clipped to
-        the validated batches).
+        the validated batches).  ``batch``: a fixed total batch instead (no tuning; its split
+        is :meth:`split_batch`).
         """
         p = _canon(placement)
         e = min(max(int(epoch), 0), self.max_epochs - 1)
+        if batch is not None:
+            key = (p, e, "fixed", int(batch))
+            hit = self._rate_cache.get(key)
+            if hit is None:
+                atomic, s = self.split_batch(p, batch)
+                g = self.goodput(p, atomic, s, e) if atomic >= 1 else 0.0
+                hit = self._rate_cache[key] = (g, atomic, s) if g > 0 else (0.0, 0, 0)
+            return hit
         key = (p, e, None if max_batch is None else self._max_batch(max_batch))
         hit = self._rate_cache.get(key)
         if hit is not None:
@@ -561,8 +570,20 @@ class AppProfile:
         self._rate_cache[key] = best
         return best
 
-    def advance(self, placement, progress, seconds):
-        """Run on ``placement`` for ``seconds`` from ``progress``.
+    def iteration_rate(self, placement, batch):
+        """Iterations per second of a fixed total ``batch`` on ``placement`` (calibrated; 0: cannot run there).
+
+        What Gavel's policy maximises: raw steps, not progress.
+        """
+        p = _canon(placement)
+        atomic, s = self.split_batch(p, batch)
+        t, sync = self.step_time(p, atomic) if atomic >= 1 else (math.nan, math.nan)
+        if not (t > 0):
+            return 0.0
+        return 1.0 / (t + s * max(t - sync, 0.0)) / self.slowdown
+
+    def advance(self, placement, progress, seconds, batch=None):
+        """Run on ``placement`` for ``seconds`` from ``progress`` (at a fixed total ``batch`` if given, else tuned).
 
         Returns
         -------
@@ -577,7 +598,7 @@ class AppProfile:
         total = self.total_progress
         while left > 0 and progress < total:
             e = self.epoch_of(progress)
-            g = self.rate(placement, e)[0]
+            g = self.rate(placement, e, batch=batch)[0]
             if g <= 0:
                 break
             end = float(self.epoch_end[e])
@@ -591,11 +612,11 @@ class AppProfile:
             left -= need
         return progress, used
 
-    def time_alone(self, placement, progress=0.0):
+    def time_alone(self, placement, progress=0.0, batch=None):
         """Seconds to finish from ``progress`` on ``placement`` (no restart; inf when it cannot run there)."""
         t, done = 0.0, float(progress)
         for e in range(self.epoch_of(done), self.max_epochs):
-            g = self.rate(placement, e)[0]
+            g = self.rate(placement, e, batch=batch)[0]
             if g <= 0:
                 return math.inf
             t += (float(self.epoch_end[e]) - done) / g

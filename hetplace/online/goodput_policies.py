@@ -1,4 +1,4 @@
-"""Policies of the goodput world (docs/online.md §10): Sia re-implemented, and a FIFO baseline.
+"""Policies of the goodput world (docs/online.md §10): Sia and Gavel as Sia ran them, and a FIFO baseline.
 
 A goodput-world policy has ``name`` and ``decide(state: GoodputState) -> {job_id: (gpu_type, {node:
 n_gpus})}`` (:mod:`hetplace.online.goodput_sim`).  Jobs left out get no GPUs this round; a job whose
@@ -15,6 +15,7 @@ from ..errors import InvalidOptionError
 from .goodput_sim import pack
 
 __all__ = ["GOODPUT_POLICIES", "make_goodput_policy", "goodput_policy_names", "SiaGoodputPolicy", "FifoGoodputPolicy",
+           "GavelGoodputPolicy",
            "SIA_POLICY_RESTART_S", "sia_configs", "place_counts", "solve_sia_program"]
 
 #: The restart seconds Sia's *policy* assumes per application (its re-allocation factor), which are not
@@ -307,8 +308,141 @@ def solve_sia_program(coef, configs, cap, lambda_n, p, seed=0, time_limit=None):
     return [next((k for k in range(kk) if solver.value(x[i][k])), -1) for i in range(n)]
 
 
+class GavelGoodputPolicy:
+    """Gavel's heterogeneity-aware max-sum-throughput with the trace's sizes, as Sia's artifact runs it.
+
+    Each job runs on exactly its ``num_replicas`` GPUs of one type at its ``batch_size``
+    (``tune_batch = False``: no batch tuning).  Every round (360 s in Sia's runs) the time shares
+
+        maximise  sum_j sum_t T[j, t] X[j, t]
+        s.t.      X >= 0,  sum_t X[j, t] <= 1,  sum_j n_j X[j, t] <= GPUs of t
+
+    are solved (:func:`~hetplace.online.policies_peers.max_sum_throughput_shares`), ``T`` the
+    job's iterations per second on ``n_j`` GPUs of type ``t`` packed into whole nodes
+    (un-normalised, as in Gavel), rounded to 5 decimals; then Sia's version of Gavel's round
+    mechanism: priority ``X[j, t] / (job_time[j, t] / type_time[t])`` (times start at half a
+    round per job), every (job, type) pair in descending (priority, share), type by type in
+    cluster order, a job scheduled where its GPUs still fit (pairs of priority 0 included, so
+    free GPUs are back-filled), times advanced by a round for each scheduled job.  Within a
+    type, larger jobs first: a job that ran there keeps its GPUs if they are free, others take
+    the lowest free GPUs server by server (a job may straddle servers).
+
+    Parameters
+    ----------
+    center : bool
+        True (default): the shares are the analytic centre of the programme's optimal face,
+        where Gavel's interior-point solver (ECOS, in Gavel and in Sia's run of it) lands;
+        False: a vertex of it (SciPy's HiGHS).  The centre spreads a job's time over the
+        types, so Gavel's rounds move it between them (each move a restart).
+
+    Notes
+    -----
+    It uses no job length.
+    """
+
+    name = "gavel-mst"
+    label = "Gavel max-sum-throughput (trace sizes)"
+    oracle = False
+    tune_batch = False
+
+    def __init__(self, center=True):
+        self.center = bool(center)
+        self.reset()
+
+    def reset(self, seed=None):
+        self._job_time, self._type_time = {}, {}
+
+    def decide(self, state):
+        from .policies_peers import max_sum_throughput_shares
+
+        types = list(state.cluster)
+        rs = state.round_s
+        out = {js.job.job_id: (js.gpu_type, dict(js.placement)) for js in state.jobs if js.pinned}
+        jobs = [js for js in state.jobs if not js.pinned]
+        if not jobs:
+            return out
+        for g in types:
+            self._type_time.setdefault(g, 0.0)
+        for js in jobs:
+            jid = js.job.job_id
+            if jid not in self._job_time:
+                self._job_time[jid] = dict.fromkeys(types, rs / 2)
+                for g in types:
+                    self._type_time[g] += rs / 2
+        T = np.zeros((len(jobs), len(types)))
+        for i, js in enumerate(jobs):
+            for t, g in enumerate(types):
+                m = state.cluster[g][1]
+                n = js.job.num_replicas
+                if n <= state.cluster[g][0] * m:
+                    T[i, t] = state.model.profile(js.job.app, g).iteration_rate(_shape_for(n, m), js.job.batch_size)
+        scale = np.array([js.job.num_replicas for js in jobs], dtype=np.float64)
+        cap = np.array([sum(state.free[g]) for g in types], dtype=np.float64)
+        X = np.clip(np.round(max_sum_throughput_shares(T, scale, cap, center=self.center), 5), 0.0, 1.0)
+        pairs = []
+        for t, g in enumerate(types):
+            for i, js in enumerate(jobs):
+                x = X[i, t]
+                jt = self._job_time[js.job.job_id][g]
+                pr = 0.0 if x == 0 else x / (jt / self._type_time[g]) if self._type_time[g] > 0 else x
+                pairs.append((pr, x, t, i))
+        order = sorted(range(len(pairs)), key=lambda k: (-pairs[k][0], -pairs[k][1], k))
+        left = {g: int(c) for g, c in zip(types, cap)}
+        chosen = {}
+        for k in order:
+            _, _, t, i = pairs[k]
+            g = types[t]
+            n = jobs[i].job.num_replicas
+            if i in chosen or left[g] == 0 or n > left[g] or T[i, t] <= 0:
+                continue
+            chosen[i] = g
+            left[g] -= n
+        for i, g in chosen.items():
+            jid = jobs[i].job.job_id
+            self._job_time[jid][g] += rs
+            self._type_time[g] += rs
+        out.update(self._place(state, jobs, chosen))
+        live = {js.job.job_id for js in state.jobs}
+        self._job_time = {j: v for j, v in self._job_time.items() if j in live}
+        return out
+
+    def _place(self, state, jobs, chosen):
+        out = {}
+        for g, (n_nodes, m) in state.cluster.items():
+            free = [list(range(f)) for f in state.free[g]]  # free GPU slots per node (counts suffice)
+            cnt = [len(f) for f in free]
+            mine = sorted((i for i, h in chosen.items() if h == g), key=lambda i: (-jobs[i].job.num_replicas, i))
+            rest = []
+            for i in mine:  # a job that ran on this type keeps its GPUs if they are free
+                js = jobs[i]
+                if js.gpu_type == g and js.placement and all(cnt[k] >= c for k, c in js.placement.items()):
+                    for k, c in js.placement.items():
+                        cnt[k] -= c
+                    out[js.job.job_id] = (g, dict(js.placement))
+                else:
+                    rest.append(i)
+            ptr = 0
+            for i in rest:
+                need = jobs[i].job.num_replicas
+                nodes = {}
+                while need > 0 and ptr < n_nodes:
+                    take = min(cnt[ptr], need)
+                    if take:
+                        nodes[ptr] = nodes.get(ptr, 0) + take
+                        cnt[ptr] -= take
+                        need -= take
+                    if cnt[ptr] == 0:
+                        ptr += 1
+                if need > 0:  # cannot happen when the shares fit; left out rather than over-filled
+                    for k, c in nodes.items():
+                        cnt[k] += c
+                    continue
+                out[jobs[i].job.job_id] = (g, nodes)
+        return out
+
+
 #: Goodput-world policies by name.
-GOODPUT_POLICIES = {"sia": SiaGoodputPolicy, "fifo": FifoGoodputPolicy}
+GOODPUT_POLICIES = {"sia": SiaGoodputPolicy, "gavel-mst": GavelGoodputPolicy, "fifo": FifoGoodputPolicy}
 
 
 def goodput_policy_names():

@@ -271,7 +271,9 @@ def simulate_goodput(workload, model, policy, cluster=None, round_s=ROUND_S, see
     policy : str or policy object
         A name of :data:`GOODPUT_POLICIES` or an object with ``name`` and
         ``decide(state: GoodputState) -> {job_id: (gpu_type, {node: n_gpus})}``
-        (optionally ``reset(seed=...)``).
+        (optionally ``reset(seed=...)``).  With ``tune_batch = False`` its jobs run at
+        their trace ``batch_size`` (Gavel's jobs); otherwise each job's executor picks its
+        goodput-optimal batch for every placement and epoch.
     cluster : dict, optional
         ``{gpu_type: (nodes, GPUs per node)}``; default Sia's 64 GPUs
         (:data:`~hetplace.online.goodput.SIA_CLUSTER`).
@@ -321,6 +323,7 @@ def simulate_goodput(workload, model, policy, cluster=None, round_s=ROUND_S, see
             f"policy must be a goodput policy name or an object with decide(state); got {type(policy).__name__}.")
     _reset(policy, seed)
     name = _policy_name(policy)
+    tune = getattr(policy, "tune_batch", True) is not False
     limit_t = math.inf if max_hours is None else float(max_hours) * 3600.0
     runs = {j.job_id: _GRun(j, model.profile(j.app, next(iter(cluster))).total_progress) for j in jobs}
     K = sum(n * m for n, m in cluster.values())
@@ -389,7 +392,8 @@ def simulate_goodput(workload, model, policy, cluster=None, round_s=ROUND_S, see
                 run.restart_seconds += n * use
                 before = run.done
                 placement = tuple(run.place[k] for k in sorted(run.place))
-                run.done, used = prof.advance(placement, run.done, round_s - use)
+                run.done, used = prof.advance(placement, run.done, round_s - use,
+                                              None if tune else run.gjob.batch_size)
                 run.epoch = prof.epoch_of(run.done)
                 advanced = advanced or run.done > before or use > 0
                 if run.done >= prof.total_progress:

@@ -632,10 +632,12 @@ class GavelMaxSumThroughputPolicy(_GavelRoundPolicy):
         return max_sum_throughput_shares(R, scale, cap)
 
 
-def max_sum_throughput_shares(R, scale, capacity):
+def max_sum_throughput_shares(R, scale, capacity, center=False):
     """Time shares ``X`` (J, T) maximising ``sum R * X`` under Gavel's constraints (module docstring of the policy).
 
-    ``X[j, t] = 0`` where ``R[j, t] <= 0``; solved by SciPy's HiGHS (a vertex of the optimal face).
+    ``X[j, t] = 0`` where ``R[j, t] <= 0``; solved by SciPy's HiGHS (a vertex of the optimal face);
+    ``center=True``: the analytic centre of the optimal face instead (:func:`_lp.max_sum_center`),
+    where Gavel's interior-point solver (ECOS) lands.
     """
     from scipy.optimize import linprog
 
@@ -656,7 +658,7 @@ def max_sum_throughput_shares(R, scale, capacity):
     if res.status != 0:
         raise SolverError(f"HiGHS returned status {res.status} ({res.message}) on policy 'gavel-mst'; report this.")
     X.ravel()[idx] = np.clip(res.x, 0.0, 1.0)
-    return X
+    return _lp.max_sum_center(X, R, scale, capacity) if center else X
 
 
 # ---------------------------------------------------------------------------------- AlloX
