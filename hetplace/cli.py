@@ -103,7 +103,7 @@ def _build_parser():
         bound_option(p)
 
     run_options(parser)
-    sub = parser.add_subparsers(dest="command", metavar="{run,place,bench,simulate}")
+    sub = parser.add_subparsers(dest="command", metavar="{run,place,bench,simulate,sia-table}")
     run_options(sub.add_parser("run", help="place the embedded default instance (the default command)"))
 
     pl = sub.add_parser(
@@ -188,6 +188,25 @@ def _build_parser():
     sim.add_argument("--dask-address", metavar="ADDR", help="Dask scheduler, e.g. tcp://10.0.0.5:8786")
     sim.add_argument("--no-progress", action="store_true", help="no progress bar")
     sim.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    st = sub.add_parser(
+        "sia-table", help="Sia's Table 3 on its own ground: policies on a trace set of Sia's artifact; CSV/JSON/PNG",
+        description="Run goodput-world policies on every workload of one of Sia's trace sets, read from a checkout "
+        "of Sia's artifact (github.com/siasosp23/artifacts; hetplace ships none of its files), and print the "
+        "pooled average / p99 JCT, makespan, GPU-hours per job, restarts and decision times beside Sia's "
+        "published Table 3 (docs/online.md §10).",
+    )
+    st.add_argument("artifacts", metavar="ARTIFACTS", help="the checkout of Sia's artifact (or its sia-simulator/ folder)")
+    st.add_argument("--trace-set", default="helios", choices=("philly", "helios", "newtrace"),
+                    help="trace set (default helios, Sia's 'saturn' folder)")
+    st.add_argument("--policy", nargs="+", default=["sia", "gavel-mst"], metavar="POLICY",
+                    help="goodput-world policies (default sia gavel-mst; names: hetplace.online.goodput_policies)")
+    st.add_argument("--workloads", nargs="+", type=_positive_int, metavar="N", help="workload numbers (default all)")
+    st.add_argument("--out", default="sia-table-out", metavar="DIR", help="output folder (default: sia-table-out)")
+    st.add_argument("--workers", type=_positive_int, help="parallel worker processes (default: CPU count)")
+    st.add_argument("--executor", default="process", choices=EXECUTORS, help="process (default), serial or dask")
+    st.add_argument("--dask-address", metavar="ADDR", help="Dask scheduler, e.g. tcp://10.0.0.5:8786")
+    st.add_argument("--no-progress", action="store_true", help="no line per finished simulation")
+    st.add_argument("--no-plots", action="store_true", help="skip the PNG plot")
     return parser
 
 
@@ -473,6 +492,36 @@ def _simulate(args, out, argv):
     return 0
 
 
+def _sia_table(args, out, argv):
+    from . import bench
+    from ._results_dir import add_plots, write_csv, write_json
+    from .errors import InvalidOptionError
+    from .online.sia_table import SiaTableRow, plot_sia_table, sia_table
+
+    with bench.make_executor(args.executor, args.workers, args.dask_address) as ex:
+        table = sia_table(args.artifacts, args.trace_set, args.policy, workloads=args.workloads, executor=ex,
+                          progress=not args.no_progress)
+    folder = Path(args.out)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        rows = table.to_dicts()
+        paths = {"csv": write_csv(folder / "sia_table.csv", list(SiaTableRow.__dataclass_fields__), rows),
+                 "json": write_json(folder / "sia_table.json", {"command": "hetplace " + shlex.join(argv),
+                                                                "trace_set": args.trace_set, "rows": rows,
+                                                                "workloads": list(table.workloads)}),
+                 "markdown": folder / "sia_table.md"}
+        paths["markdown"].write_text(table.to_markdown(), encoding="utf-8")
+        if not args.no_plots:
+            add_plots(paths, lambda: plot_sia_table(table, folder))
+    except OSError as exc:
+        raise InvalidOptionError(f"--out {args.out!r} cannot be written ({exc.strerror}); pass a writable folder.") from None
+    out.write(table.to_markdown())
+    out.write("\nwrote " + ", ".join(str(p) for k, p in paths.items() if k != "plots_skipped") + "\n")
+    if "plots_skipped" in paths:
+        _say(f"hetplace: note: no plots: {paths['plots_skipped']}\n")
+    return 0
+
+
 def _input_errors():
     """Exception types that mean a bad input, file, option or connection (never a bug of hetplace)."""
     import csv
@@ -548,6 +597,8 @@ def main(argv=None, out=None):
             code = _bench(args, out, argv)
         elif args.command == "simulate":
             code = _simulate(args, out, argv)
+        elif args.command == "sia-table":
+            code = _sia_table(args, out, argv)
         else:
             code = _run(args, out)
         out.flush()  # inside the guard: a closed pipe surfaces here, not at interpreter exit

@@ -9,7 +9,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 pytest.importorskip("scipy")
-pytest.importorskip("ortools")
 
 from goodput_fixtures import write_artifact  # noqa: E402
 
@@ -18,11 +17,12 @@ from hetplace.online.goodput import GoodputJob, GoodputModel  # noqa: E402
 from hetplace.online.goodput_policies import (  # noqa: E402
     SiaGoodputPolicy,
     make_goodput_policy,
+    pack,
     place_counts,
     sia_configs,
     solve_sia_program,
 )
-from hetplace.online.goodput_sim import pack, simulate_goodput  # noqa: E402
+from hetplace.online.goodput_sim import simulate_goodput  # noqa: E402
 
 CLUSTER = {"fast": (2, 4), "slow": (1, 8)}
 

@@ -14,6 +14,9 @@ lower_bound, LowerBound
 make_policy, policy_names, POLICIES
     Policies by name: ours ("smp", "smp-fair", "smp-rigid") and the peers' re-implementations;
     POLICIES is the read-only mapping name -> policy class.
+GoodputModel, read_sia_workload, simulate_goodput, sia_table
+    The goodput world of Pollux and Sia (docs/online.md §10): per-model profiles read from a
+    checkout of Sia's artifact, its workloads, the simulator in nodes, and Sia's Table 3.
 
 docs/online.md describes the model and the policy interface.
 """
@@ -26,11 +29,14 @@ from .progress import ProgressModel
 from .result import OnlineResult
 from .simulator import ClusterState, JobState, parse_cluster, simulate
 from .trace import Job, gavel_trace, read_trace, write_trace
+from .goodput import GoodputModel, read_sia_workload
+from .goodput_sim import simulate_goodput
+from .sia_table import sia_table
 
 __all__ = [
     "Job", "gavel_trace", "read_trace", "write_trace", "ProgressModel", "simulate", "ClusterState", "JobState",
     "OnlineResult", "make_policy", "policy_names", "POLICIES", "parse_cluster", "lower_bound", "LowerBound",
-    "Network",
+    "Network", "GoodputModel", "read_sia_workload", "simulate_goodput", "sia_table",
 ]
 
 __getattr__ = renamed(__name__, {"SimulationResult": "OnlineResult"})  # the old name, deprecated

@@ -658,7 +658,7 @@ class GoodputModel:
         types : dict, optional
             ``{gpu_type: profile suffix}``; default :data:`SIA_TYPES` (T4, RTX 2080Ti, A100).
         apps : sequence of str, optional
-            Default :data:`SIA_APPS`.
+            Default: those of :data:`SIA_APPS` that ``traces/`` holds.
         slowdown : dict, optional
             Calibration slowdown per application (default :data:`SIA_SLOWDOWN`; 1 for others).
         restart : dict, optional
@@ -667,7 +667,13 @@ class GoodputModel:
         """
         root = _sim_root(artifacts)
         types = dict(SIA_TYPES if types is None else types)
-        apps = tuple(SIA_APPS if apps is None else apps)
+        if apps is None:  # the applications the checkout profiles (a workload naming another is refused)
+            apps = tuple(a for a in SIA_APPS if (root / "traces" / a).is_dir())
+            if not apps:
+                raise InvalidProblemError(
+                    f"{root / 'traces'}: none of the applications {', '.join(SIA_APPS)}; expected Sia's profiles "
+                    "there (traces/<application>/placements-<type>.csv, ...).")
+        apps = tuple(apps)
         slowdown = dict(SIA_SLOWDOWN if slowdown is None else slowdown)
         restart = dict(SIA_RESTART_S_APPS if restart is None else restart)
         if not types or not apps:

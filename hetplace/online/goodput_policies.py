@@ -12,10 +12,9 @@ import numpy as np
 
 from .._validation import check_seed, is_real_scalar
 from ..errors import InvalidOptionError
-from .goodput_sim import pack
 
 __all__ = ["GOODPUT_POLICIES", "make_goodput_policy", "goodput_policy_names", "SiaGoodputPolicy", "FifoGoodputPolicy",
-           "GavelGoodputPolicy",
+           "GavelGoodputPolicy", "LasGoodputPolicy", "pack",
            "SIA_POLICY_RESTART_S", "sia_configs", "place_counts", "solve_sia_program"]
 
 #: The restart seconds Sia's *policy* assumes per application (its re-allocation factor), which are not
@@ -23,6 +22,30 @@ __all__ = ["GOODPUT_POLICIES", "make_goodput_policy", "goodput_policy_names", "S
 #: Sia's policy in its artifact (``sia.py``).
 SIA_POLICY_RESTART_S = {"deepspeech2": 25.0, "imagenet": 250.0, "cifar10": 30.0, "bert": 120.0, "yolov3": 45.0,
                         "default": 30.0}
+
+
+def pack(free, n):
+    """Nodes for ``n`` GPUs among ``free`` GPUs per node: ``{node: n_gpus}``, or None if they do not fit.
+
+    One node when one can hold them (the one with the fewest free GPUs that can: best fit, to
+    keep whole nodes free); otherwise the nodes with the most free GPUs first, so the job spans
+    as few nodes as it can.  Ties by node index.
+    """
+    n = int(n)
+    if n <= 0 or sum(free) < n:
+        return None
+    fits = [(f, k) for k, f in enumerate(free) if f >= n]
+    if fits:
+        return {min(fits)[1]: n}
+    out = {}
+    for k in sorted(range(len(free)), key=lambda k: (-free[k], k)):
+        if n <= 0:
+            break
+        take = min(free[k], n)
+        if take:
+            out[k] = take
+            n -= take
+    return out
 
 
 def sia_configs(cluster):
@@ -58,7 +81,7 @@ def place_counts(counts, cluster, free):
     (``state.free``).  Per type, largest jobs first (ties in the given order): a job of whole
     nodes takes fully free nodes (lowest index first), a smaller one the fullest node that
     still holds it (best fit); a job that fits neither way takes the GPUs of the fewest nodes
-    (:func:`~hetplace.online.goodput_sim.pack`), and one that does not fit at all gets none.
+    (:func:`pack`), and one that does not fit at all gets none.
     """
     out = {}
     left = {g: list(f) for g, f in free.items()}
@@ -233,12 +256,13 @@ class SiaGoodputPolicy:
         row[row <= 1e-4] = 1e-4
         return row
 
-    def program(self, state):
-        """Sia's programme for ``state``: ``(configs, jobs, coefficients, capacity, pinned)``.
+    def goodputs(self, state):
+        """The normalised goodput rows of ``state``'s jobs: ``(configs, jobs, G, capacity, pinned)``.
 
-        ``coefficients[i, k]`` is ``round(G**p, 2)`` (capped at ``clip``) of ``jobs[i]`` on
-        ``configs[k]``; ``capacity`` the free GPUs per type once the ``pinned`` allocations
-        (restarting jobs, ``{job_id: (type, {node: n})}``) are kept.
+        ``G[i, k]`` is job ``jobs[i]``'s goodput on ``configs[k]`` over its smallest valid one
+        (1e-4: invalid), every entry but the one it held multiplied by its re-allocation factor;
+        ``capacity`` the free GPUs per type once the ``pinned`` allocations (restarting jobs,
+        ``{job_id: (type, {node: n})}``) are kept.
         """
         configs = sia_configs(state.cluster)
         cap = {g: sum(state.free[g]) for g in state.cluster}  # restarting jobs keep theirs
@@ -256,12 +280,20 @@ class SiaGoodputPolicy:
                 keep = row[prev]
                 row = row * f
                 row[prev] = keep
-            with np.errstate(divide="ignore", over="ignore"):
-                a = np.power(np.maximum(row, 0.0), self.p)
-            rows.append(np.minimum(np.round(np.nan_to_num(a, nan=self.clip, posinf=self.clip), 2), self.clip))
+            rows.append(row)
             jobs.append(js)
-        coef = np.array(rows).reshape(len(jobs), len(configs))
-        return configs, tuple(jobs), coef, cap, pinned
+        return configs, tuple(jobs), np.array(rows).reshape(len(jobs), len(configs)), cap, pinned
+
+    def program(self, state):
+        """Sia's programme for ``state``: ``(configs, jobs, coefficients, capacity, pinned)``.
+
+        ``coefficients[i, k]`` is ``round(G**p, 2)`` (capped at ``clip``) of :meth:`goodputs`.
+        """
+        configs, jobs, G, cap, pinned = self.goodputs(state)
+        with np.errstate(divide="ignore", over="ignore"):
+            a = np.power(np.maximum(G, 0.0), self.p)
+        coef = np.minimum(np.round(np.nan_to_num(a, nan=self.clip, posinf=self.clip), 2), self.clip)
+        return configs, jobs, coef, cap, pinned
 
     def decide(self, state):
         configs, jobs, coef, cap, out = self.program(state)
@@ -308,6 +340,57 @@ def solve_sia_program(coef, configs, cap, lambda_n, p, seed=0, time_limit=None):
     return [next((k for k in range(kk) if solver.value(x[i][k])), -1) for i in range(n)]
 
 
+class LasGoodputPolicy(SiaGoodputPolicy):
+    """A first policy of ours in the goodput world: goodput weighted by least attained service, with what Sia knows.
+
+    Same information, configurations, growth cap, bootstrap and re-allocation factor as
+    :class:`SiaGoodputPolicy` (no job lengths); another objective:
+
+        maximise  sum_j w_j G[j, k] x[j, k],   w_j = (1 + attained_j / s0) ** -power
+
+    one configuration per job, GPUs per type within capacity, solved exactly (CP-SAT).  ``G``
+    is the job's goodput over its slowest valid option, so ``G[j, k]`` counts how many
+    "slowest GPUs" of progress the job makes; ``w_j`` puts the jobs that have received the
+    least service (GPU-seconds ``attained_j``) first, the shortest-job-first of a scheduler
+    that does not know lengths (least attained service; with heavy-tailed job lengths a job
+    that has run little is likely to finish soon).  GPUs go where the weighted progress is
+    largest, so a job grows while its goodput scales better than the next job's start.
+
+    Parameters
+    ----------
+    s0 : float
+        GPU-seconds of attained service that halve a job's weight at ``power = 1``
+        (default 3600).
+    power : float
+        Exponent of the weight (default 1; 0: every job alike, the most goodput).
+    restart_s, bootstrap, time_limit, seed
+        As for :class:`SiaGoodputPolicy`.
+    """
+
+    name = "las-goodput"
+    label = "LAS-weighted goodput (ours, first version)"
+
+    def __init__(self, s0=3600.0, power=1.0, restart_s=None, bootstrap=True, time_limit=None, seed=0):
+        super().__init__(restart_s=restart_s, bootstrap=bootstrap, time_limit=time_limit, seed=seed)
+        if not (is_real_scalar(s0) and 0 < float(s0) < math.inf):
+            raise InvalidOptionError(f"s0 must be GPU-seconds > 0; got {s0!r}.")
+        if not (is_real_scalar(power) and 0 <= float(power) <= 8):
+            raise InvalidOptionError(f"power must be in [0, 8]; got {power!r}.")
+        self.s0, self.power = float(s0), float(power)
+
+    def decide(self, state):
+        configs, jobs, G, cap, out = self.goodputs(state)
+        if jobs:
+            w = np.array([(1.0 + js.attained_service / self.s0) ** -self.power for js in jobs])
+            v = np.where(G > 1e-4, G, 0.0) * w[:, None]
+            top = float(v.max())
+            coef = np.round(v * (1000.0 / top), 2) if top > 0 else v
+            pick = solve_sia_program(coef, configs, cap, 0.0, 1.0, self.seed, self.time_limit)
+            counts = [(js.job.job_id,) + configs[k] for js, k in zip(jobs, pick) if k >= 0 and v[jobs.index(js), k] > 0]
+            out.update(place_counts(counts, state.cluster, state.free))
+        return out
+
+
 class GavelGoodputPolicy:
     """Gavel's heterogeneity-aware max-sum-throughput with the trace's sizes, as Sia's artifact runs it.
 
@@ -344,6 +427,8 @@ class GavelGoodputPolicy:
     label = "Gavel max-sum-throughput (trace sizes)"
     oracle = False
     tune_batch = False
+    #: Round length Sia's artifact runs Gavel with (seconds).
+    round_s = 360.0
 
     def __init__(self, center=True):
         self.center = bool(center)
@@ -442,7 +527,8 @@ class GavelGoodputPolicy:
 
 
 #: Goodput-world policies by name.
-GOODPUT_POLICIES = {"sia": SiaGoodputPolicy, "gavel-mst": GavelGoodputPolicy, "fifo": FifoGoodputPolicy}
+GOODPUT_POLICIES = {"sia": SiaGoodputPolicy, "gavel-mst": GavelGoodputPolicy, "las-goodput": LasGoodputPolicy,
+                    "fifo": FifoGoodputPolicy}
 
 
 def goodput_policy_names():

@@ -23,7 +23,7 @@ from ..errors import HetplaceWarning, InvalidOptionError
 from .goodput import SIA_CLUSTER, GoodputJob, GoodputModel, _canon, read_sia_workload
 from .simulator import DECISION_LIMIT_S, MAX_ROUNDS, STALL_ROUNDS, _policy_name, _reset, _Run
 
-__all__ = ["GoodputJobState", "GoodputState", "simulate_goodput", "parse_goodput_cluster", "pack", "ROUND_S"]
+__all__ = ["GoodputJobState", "GoodputState", "simulate_goodput", "parse_goodput_cluster", "ROUND_S"]
 
 #: Round length of Sia's and Pollux's simulators (seconds).
 ROUND_S = 60.0
@@ -144,30 +144,6 @@ def parse_goodput_cluster(cluster, model):
                 f"cluster[{g!r}] must be (nodes, GPUs per node), whole numbers in [1, 100000] and [1, 64]; "
                 f"got {spec!r}.")
         out[g] = (int(spec[0]), int(spec[1]))
-    return out
-
-
-def pack(free, n):
-    """Nodes for ``n`` GPUs among ``free`` GPUs per node: ``{node: n_gpus}``, or None if they do not fit.
-
-    One node when one can hold them (the one with the fewest free GPUs that can: best fit, to
-    keep whole nodes free); otherwise the nodes with the most free GPUs first, so the job spans
-    as few nodes as it can.  Ties by node index.
-    """
-    n = int(n)
-    if n <= 0 or sum(free) < n:
-        return None
-    fits = [(f, k) for k, f in enumerate(free) if f >= n]
-    if fits:
-        return {min(fits)[1]: n}
-    out = {}
-    for k in sorted(range(len(free)), key=lambda k: (-free[k], k)):
-        if n <= 0:
-            break
-        take = min(free[k], n)
-        if take:
-            out[k] = take
-            n -= take
     return out
 
 
