@@ -250,13 +250,21 @@ def _center_total(coef, scale, capacity, usable, X0, z_low, iters=100):
         g = (-1.0 / x + (1.0 / a)[:, None] + U / b[None, :] - c / d) * M
         B = np.einsum("jt,tu->jtu", np.where(usable, 1.0 / x**2, 1.0), eye)
         B += np.einsum("jt,ju->jtu", M, M) / (a**2)[:, None, None]
-        Binv = np.linalg.inv(B)
+        try:  # a share within ~1e-150 of 0 overflows 1 / x**2: stop at the last (feasible) iterate
+            if not np.isfinite(B).all():
+                break
+            Binv = np.linalg.inv(B)
+        except np.linalg.LinAlgError:
+            break
         BinvG = np.einsum("jtu,ju->jt", Binv, g)
         # coupling vectors: column s < T is type s's capacity row, column T the total rate
         W = np.concatenate([np.einsum("jts,js->jts", Binv, U), np.einsum("jtu,ju->jt", Binv, c)[:, :, None]], axis=2)
         V = np.concatenate([np.einsum("jt,ts->jts", U, eye), c[:, :, None]], axis=2)
         small = np.diag(np.r_[b**2, d**2]) + np.einsum("jts,jtr->sr", V, W)
-        y = np.linalg.solve(small, np.einsum("jts,jt->s", V, BinvG))
+        try:
+            y = np.linalg.solve(small, np.einsum("jts,jt->s", V, BinvG))
+        except np.linalg.LinAlgError:
+            break
         step = -(BinvG - np.einsum("jts,s->jt", W, y)) * M
         dec = -float((g * step).sum())
         if dec < 1e-9:
