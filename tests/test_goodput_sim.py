@@ -380,3 +380,55 @@ def test_gavel_time_shares_jobs_that_do_not_fit_together(model):
     assert r.status == "complete" and r.n_finished == 3
     assert all(len(s) <= 2 for s in seen)
     assert len({tuple(s) for s in seen[:4]}) > 1  # the round mechanism rotates who runs
+
+
+# -- Pollux as Sia ran it ----------------------------------------------------------------------------------
+
+@given(seed=st.integers(0, 2**32 - 1), J=st.integers(1, 6))
+@settings(max_examples=60, deadline=None)
+def test_pollux_repair_keeps_virtual_nodes_caps_and_one_distributed_job(seed, J):
+    from hetplace.online.goodput_pollux import PolluxGoodputPolicy
+
+    rng = np.random.default_rng(seed)
+    pol = PolluxGoodputPolicy()
+    kids = rng.integers(0, 6, size=(7, J, 5))
+    caps = rng.integers(1, 9, size=J)
+    out = pol._repair(kids, caps, rng, 4)
+    assert (out >= 0).all() and (out.sum(axis=1) <= 4).all()           # a virtual node holds 4 GPUs
+    assert (out.sum(axis=2) <= caps[None, :]).all()                      # the replica cap
+    dist = (out > 0).sum(axis=2) > 1
+    assert (((out > 0) & dist[:, :, None]).sum(axis=1) <= 1).all()      # one distributed job per node
+
+
+def test_pollux_fitness_is_the_power_mean_of_the_discounted_speedups():
+    from hetplace.online.goodput_pollux import PolluxGoodputPolicy
+
+    pol = PolluxGoodputPolicy(p=-1.0)
+    rng = np.random.default_rng(1)
+    J, nv = 3, 4
+    tabs = [rng.random((nv + 1, 9)) * 4 for _ in range(J)]
+    base = rng.integers(0, 3, size=(J, nv))
+    fac = np.array([1.0, 0.5, 0.2])
+    pop = rng.integers(0, 3, size=(5, J, nv))
+    pop[0] = base
+    got = pol._fitness(pop, tabs, base, fac)
+    for k in range(5):
+        s = []
+        for i in range(J):
+            n, r = int((pop[k, i] > 0).sum()), int(pop[k, i].sum())
+            v = tabs[i][n, r] / 4
+            if (pop[k, i] != base[i]).any():
+                v *= fac[i]
+            s.append(v + 1e-3)
+        assert got[k] == pytest.approx(len(s) / sum(1 / x for x in s))
+
+
+def test_pollux_runs_one_type_per_job_and_is_reproducible(model):
+    cluster = {"fast": (2, 4), "slow": (2, 4)}
+    jobs = [_job(i, t=300.0 * i, app=("toy", "other")[i % 2], n=1 + i % 4) for i in range(6)]
+    a = simulate_goodput(jobs, model, make_goodput_policy("pollux", generations=10), cluster=cluster, seed=2)
+    b = simulate_goodput(jobs, model, make_goodput_policy("pollux", generations=10), cluster=cluster, seed=2)
+    assert a.status == "complete" and a.n_finished == 6
+    assert np.array_equal(a.jobs["finish"], b.jobs["finish"])
+    with pytest.raises(InvalidOptionError, match="population must be an integer"):
+        make_goodput_policy("pollux", population=0)

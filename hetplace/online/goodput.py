@@ -344,6 +344,7 @@ class AppProfile:
         self.max_local_bsz = float(all_b.max())
         self._interp = None
         self._rate_cache = {}
+        self._cand_cache = {}
 
     # -- reading ---------------------------------------------------------------------------------------
     @classmethod
@@ -427,19 +428,22 @@ class AppProfile:
         A placement is one count per node; it is the same placement in any rotation
         (``(2, 1) == (1, 2)``) and zeros are dropped.
         """
-        p = _canon(placement)
-        b = float(local_bsz)
+        t, s = self._step_times(_canon(placement), np.array([float(local_bsz)]))
+        return float(t[0]), float(s[0])
+
+    def _step_times(self, p, b):
+        """Step and sync times of canonical placement ``p`` at the per-GPU batches ``b`` (arrays; NaN: not profiled)."""
         rows = self.placements.get(p)
         if rows is not None:
             bs, ts, ss = rows
-            if b < bs[0] or b > bs[-1]:
-                return math.nan, math.nan
-            return float(np.interp(b, bs, ts)), float(np.interp(b, bs, ss))
+            out = (b < bs[0]) | (b > bs[-1])
+            return np.where(out, np.nan, np.interp(b, bs, ts)), np.where(out, np.nan, np.interp(b, bs, ss))
         interp = self._nd()
         if interp is False:
-            return math.nan, math.nan
-        t, s = interp([[min(len(p), MAX_INTERP_NODES), sum(p), b]])[0]
-        return float(t), float(s)
+            return np.full(b.shape, np.nan), np.full(b.shape, np.nan)
+        pts = np.column_stack([np.full(b.shape, float(min(len(p), MAX_INTERP_NODES))), np.full(b.shape, float(sum(p))), b])
+        ts = interp(pts)
+        return ts[:, 0], ts[:, 1]
 
     def memory_limit(self, placement):
         """Largest per-GPU (atomic) batch on ``placement``: the largest profiled local batch there.
@@ -462,19 +466,24 @@ class AppProfile:
             lim = min(lim, float(max(same)))
         return lim
 
+    def _grad_stats(self, m, epoch):
+        e = min(max(int(epoch), 0), self.max_epochs - 1)
+        mb = np.clip(m, self.init_batch, self.max_batch)
+        return np.interp(mb, self.batches, self._sqr[:, e]), np.interp(mb, self.batches, self._var[:, e])
+
     def grad_stats(self, batch, epoch):
         """``(grad_sqr, grad_var)`` of ``epoch`` at total ``batch``, linear between the validated batches."""
-        e = min(max(int(epoch), 0), self.max_epochs - 1)
-        bb = min(max(float(batch), self.init_batch), self.max_batch)
-        return (float(np.interp(bb, self.batches, self._sqr[:, e])),
-                float(np.interp(bb, self.batches, self._var[:, e])))
+        q, v = self._grad_stats(np.array([float(batch)]), epoch)
+        return float(q[0]), float(v[0])
+
+    def _gain(self, m, epoch):
+        q, v = self._grad_stats(m, epoch)
+        den = v / (m / self.init_batch) + q
+        return np.where(den > 0, (v + q) / np.where(den > 0, den, 1.0), 1.0)
 
     def gain(self, batch, epoch):
         """Statistical gain ``(v + q) / (v / m + q)``, ``m = batch / init_batch``: init-batch steps one step is worth."""
-        q, v = self.grad_stats(batch, epoch)
-        m = float(batch) / self.init_batch
-        den = v / m + q
-        return (v + q) / den if den > 0 else 1.0
+        return float(self._gain(np.array([float(batch)]), epoch)[0])
 
     def _split(self, placement, local, lim):
         """``(atomic batch, accumulation steps)`` for a per-GPU batch ``local`` under the memory limit ``lim``."""
@@ -529,11 +538,8 @@ class AppProfile:
         ``G / (T + s (T - S)) / c`` with the total batch ``R * atomic * (accum + 1)``
         (module docstring); 0 when the step time is not profiled there.
         """
-        p = _canon(placement)
-        t, sync = self.step_time(p, atomic)
-        if not (t > 0) or not (sync >= 0):
-            return 0.0
-        return self.gain(sum(p) * atomic * (accum + 1), epoch) / (t + accum * max(t - sync, 0.0)) / self.slowdown
+        g = self._goodputs(_canon(placement), np.array([float(atomic)]), np.array([float(accum)]), epoch)[0]
+        return float(g) if g > 0 else 0.0
 
     def _max_batch(self, max_batch):
         if max_batch is None:
@@ -562,13 +568,30 @@ class AppProfile:
         hit = self._rate_cache.get(key)
         if hit is not None:
             return hit
+        ck = (p, key[2])
+        cand = self._cand_cache.get(ck)
+        if cand is None:
+            c = self.candidates(p, key[2])
+            cand = self._cand_cache[ck] = (np.array([a for a, _ in c], dtype=np.float64),
+                                           np.array([s for _, s in c], dtype=np.float64))
         best = (0.0, 0, 0)
-        for atomic, s in self.candidates(p, key[2]):
-            g = self.goodput(p, atomic, s, e)
-            if g > best[0]:
-                best = (g, atomic, s)
+        atomic, acc = cand
+        if atomic.size:
+            g = self._goodputs(p, atomic, acc, e)
+            k = int(np.argmax(np.where(np.isnan(g), -np.inf, g)))  # the first best, as a scan keeping ties
+            if g[k] > 0:
+                best = (float(g[k]), int(atomic[k]), int(acc[k]))
         self._rate_cache[key] = best
         return best
+
+    def _goodputs(self, p, atomic, acc, e):
+        """:meth:`goodput` of canonical ``p`` at arrays of atomic batches and accumulation steps (NaN: cannot run)."""
+        t, sync = self._step_times(p, atomic)
+        gain = self._gain(sum(p) * atomic * (acc + 1), e)
+        ok = (t > 0) & (sync >= 0)
+        with np.errstate(invalid="ignore"):
+            g = gain / (t + acc * np.maximum(t - sync, 0.0)) / self.slowdown
+        return np.where(ok, g, np.nan)
 
     def iteration_rate(self, placement, batch):
         """Iterations per second of a fixed total ``batch`` on ``placement`` (calibrated; 0: cannot run there).

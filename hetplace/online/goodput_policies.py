@@ -527,8 +527,15 @@ class GavelGoodputPolicy:
 
 
 #: Goodput-world policies by name.
-GOODPUT_POLICIES = {"sia": SiaGoodputPolicy, "gavel-mst": GavelGoodputPolicy, "las-goodput": LasGoodputPolicy,
-                    "fifo": FifoGoodputPolicy}
+def _pollux(**options):
+    from .goodput_pollux import PolluxGoodputPolicy
+
+    return PolluxGoodputPolicy(**options)
+
+
+_pollux.round_s = 60.0
+GOODPUT_POLICIES = {"sia": SiaGoodputPolicy, "pollux": _pollux, "gavel-mst": GavelGoodputPolicy,
+                    "las-goodput": LasGoodputPolicy, "fifo": FifoGoodputPolicy}
 
 
 def goodput_policy_names():
