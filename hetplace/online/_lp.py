@@ -160,6 +160,25 @@ def _capacity_fix(X, scale, capacity):
     return X
 
 
+def _damped_step(phi, X, f, step, g):
+    """One Newton step on the barrier ``phi``, backtracked until it decreases enough: ``(X, f, done)``.
+
+    ``done`` when the Newton decrement is below 1e-9 (converged) or no step length above 1e-12
+    decreases ``phi`` by a quarter of the linear prediction (``X`` then unchanged).
+    """
+    dec = -float((g * step).sum())
+    if dec < 1e-9:
+        return X, f, True
+    t = 1.0
+    while True:
+        fn = phi(X + t * step)
+        if fn <= f - 0.25 * t * dec:
+            return X + t * step, fn, False
+        t *= 0.5
+        if t < 1e-12:
+            return X, f, True
+
+
 def _analytic_center(coef, scale, capacity, usable, X0, z_low, iters=100):
     """Newton's method on the log barrier of the optimal region ``{X : every job's rate >= z_low}``.
 
@@ -203,18 +222,9 @@ def _analytic_center(coef, scale, capacity, usable, X0, z_low, iters=100):
         rhs = np.einsum("jt,jt->t", U, BinvG)
         y = np.linalg.solve(small, rhs)
         step = -(BinvG - np.einsum("jts,s->jt", W, y)) * M
-        dec = -float((g * step).sum())
-        if dec < 1e-9:
+        X, f, done = _damped_step(phi, X, f, step, g)
+        if done:
             break
-        t = 1.0
-        while True:
-            fn = phi(X + t * step)
-            if fn <= f - 0.25 * t * dec:
-                break
-            t *= 0.5
-            if t < 1e-12:
-                return X
-        X, f = X + t * step, fn
     return X
 
 
@@ -266,18 +276,9 @@ def _center_total(coef, scale, capacity, usable, X0, z_low, iters=100):
         except np.linalg.LinAlgError:
             break
         step = -(BinvG - np.einsum("jts,s->jt", W, y)) * M
-        dec = -float((g * step).sum())
-        if dec < 1e-9:
+        X, f, done = _damped_step(phi, X, f, step, g)
+        if done:
             break
-        t = 1.0
-        while True:
-            fn = phi(X + t * step)
-            if fn <= f - 0.25 * t * dec:
-                break
-            t *= 0.5
-            if t < 1e-12:
-                return X
-        X, f = X + t * step, fn
     return X
 
 
