@@ -131,6 +131,18 @@ def test_a_workload_of_an_unknown_application_is_refused(model):
         simulate_goodput([_job(0), _job(0)], model, "fifo", cluster=CLUSTER)
 
 
+@pytest.mark.parametrize("job, match", [
+    (GoodputJob(0, "a", -1.0, "toy", 1, 64), "arrival must be seconds"),
+    (GoodputJob(0, "a", math.inf, "toy", 1, 64), "arrival must be seconds"),
+    (GoodputJob(0, "a", 0.0, "toy", 0, 64), "num_replicas must be a whole number"),
+    (GoodputJob(0, "a", 0.0, "toy", 1, 2.5), "batch_size must be a whole number"),
+    (GoodputJob(True, "a", 0.0, "toy", 1, 64), "job_id must be an integer"),
+])
+def test_hand_made_jobs_are_checked(model, job, match):
+    with pytest.raises(InvalidOptionError, match=match):
+        simulate_goodput([job], model, "fifo", cluster=CLUSTER)
+
+
 def test_a_policy_that_never_allocates_is_stopped(model):
     r = simulate_goodput([_job(0)], model, Fixed([{}]), cluster=CLUSTER, max_hours=1.0)
     assert r.status == "stalled" and "time limit" in r.message

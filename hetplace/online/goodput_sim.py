@@ -161,6 +161,18 @@ def _workload_iv(workload, model):
     for j in workload:
         if not isinstance(j, GoodputJob):
             raise InvalidOptionError(f"workload must hold GoodputJob records; got {type(j).__name__}.")
+        bad = None
+        if isinstance(j.job_id, bool) or not isinstance(j.job_id, numbers.Integral):
+            bad = f"job_id must be an integer; got {j.job_id!r}"
+        elif not (is_real_scalar(j.arrival) and 0 <= float(j.arrival) <= 1e12):
+            bad = f"arrival must be seconds in [0, 1e12]; got {j.arrival!r}"
+        else:
+            for name in ("num_replicas", "batch_size"):
+                v = getattr(j, name)
+                if isinstance(v, bool) or not isinstance(v, numbers.Integral) or not 1 <= v <= 10**9:
+                    bad = f"{name} must be a whole number in [1, 1e9]; got {v!r}"
+        if bad:
+            raise InvalidOptionError(f"workload job {j.name!r}: {bad}.")
         if j.app not in model.profiles:
             raise InvalidOptionError(
                 f"job {j.name!r} (id {j.job_id}) runs application {j.app!r}, which the model does not profile "
