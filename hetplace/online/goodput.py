@@ -65,7 +65,8 @@ from .._validation import is_real_scalar
 from ..errors import InvalidOptionError, InvalidProblemError, MissingDependencyError
 
 __all__ = ["AppProfile", "GoodputModel", "GoodputJob", "read_sia_workload", "sia_workloads", "SIA_APPS",
-           "SIA_TYPES", "SIA_CLUSTER", "SIA_RESTART_S_APPS", "SIA_SLOWDOWN", "SIA_TRACE_SETS"]
+           "SIA_TYPES", "SIA_CLUSTER", "SIA_RESTART_S_APPS", "SIA_SLOWDOWN", "SIA_TRACE_SETS", "POLLUX_MODEL",
+           "POLLUX_CLUSTER"]
 
 #: Applications of Sia's artifact that this model covers (``gpt_pmp``, pipeline-parallel, is not).
 SIA_APPS = ("bert", "cifar10", "deepspeech2", "imagenet", "ncf", "yolov3")
@@ -82,8 +83,15 @@ SIA_RESTART_S_APPS = {"imagenet": 250.0, "bert": 120.0, "yolov3": 80.0, "cifar10
 #: Calibration slowdown per application: Sia's simulator divides every job's goodput by it, a factor
 #: its authors fitted to their real runs (``simulator_config.py`` of Sia's artifact).
 SIA_SLOWDOWN = {"cifar10": 1.8, "imagenet": 1.2, "yolov3": 1.2, "bert": 1.2, "deepspeech2": 1.2, "ncf": 1.5}
-#: Trace sets of Sia's Table 3 -> the workload folder in the artifact (``"helios"`` is ``saturn``).
-SIA_TRACE_SETS = {"philly": "philly", "helios": "saturn", "newtrace": "newtrace"}
+#: Trace sets of Sia's Table 3 -> the workload folder in the artifact (``"helios"`` is ``saturn``);
+#: ``"pollux"``: the eight workloads of Pollux's own artifact (``simulator/workloads``).
+SIA_TRACE_SETS = {"philly": "philly", "helios": "saturn", "newtrace": "newtrace", "pollux": ""}
+#: :meth:`GoodputModel.from_sia` options for Pollux's own artifact: its simulator's settings (one GPU
+#: type, T4, profiled in ``placements.csv``; 30 s restarts; no calibration; yolov3's per-GPU batch
+#: capped at 8).  Its cluster is :data:`POLLUX_CLUSTER`.
+POLLUX_MODEL = {"types": {"t4": ""}, "slowdown": {}, "restart": {"default": 30.0}, "max_local": {"yolov3": 8}}
+#: Pollux's simulated cluster: 16 nodes of 4 T4.
+POLLUX_CLUSTER = {"t4": (16, 4)}
 #: Total batches the executor tries per (placement, epoch): Pollux's grid.
 BATCH_CANDIDATES = 50
 #: Node counts above this are interpolated as this many (Sia's simulator does the same).
@@ -273,12 +281,13 @@ def _workload_number(p):
 
 def _sim_root(artifacts):
     root = Path(os.fspath(artifacts))
-    if (root / "sia-simulator").is_dir():
-        root = root / "sia-simulator"
+    for sub in ("sia-simulator", "simulator"):  # Sia's artifact, Pollux's (adaptdl, branch osdi21-artifact)
+        if (root / sub / "traces").is_dir():
+            return root / sub
     if not (root / "traces").is_dir():
         raise InvalidProblemError(
             f"{root}: no traces/ folder; expected a checkout of Sia's artifact (the folder holding sia-simulator/, "
-            "or sia-simulator/ itself).")
+            "or sia-simulator/ itself) or of Pollux's (simulator/).")
     return root
 
 
@@ -301,9 +310,12 @@ class AppProfile:
         Calibration: progress per second is divided by it (default 1).
     restart_s : float
         Checkpoint-restore seconds at every allocation change (default 30).
+    max_local : float, optional
+        A cap on the per-GPU batch on every placement (Pollux's simulator caps yolov3 at 8).
     """
 
-    def __init__(self, app, gpu_type, placements, scalability, validation, slowdown=1.0, restart_s=30.0):
+    def __init__(self, app, gpu_type, placements, scalability, validation, slowdown=1.0, restart_s=30.0,
+                 max_local=None):
         self.app, self.gpu_type = str(app), str(gpu_type)
         if not placements:
             raise InvalidProblemError(f"{app} on {gpu_type}: no placement profile rows.")
@@ -314,6 +326,9 @@ class AppProfile:
         if not (is_real_scalar(restart_s) and 0 <= float(restart_s) < math.inf):
             raise InvalidOptionError(f"restart seconds of {app} must be a number >= 0; got {restart_s!r}.")
         self.slowdown, self.restart_s = float(slowdown), float(restart_s)
+        if max_local is not None and not (is_real_scalar(max_local) and float(max_local) >= 1):
+            raise InvalidOptionError(f"max_local of {app} must be a batch >= 1 or None; got {max_local!r}.")
+        self.max_local = None if max_local is None else float(max_local)
         self.placements = {}
         for p, (b, t, s) in placements.items():
             order = np.argsort(b, kind="stable")
@@ -348,11 +363,15 @@ class AppProfile:
 
     # -- reading ---------------------------------------------------------------------------------------
     @classmethod
-    def read(cls, app_dir, suffix, gpu_type=None, slowdown=1.0, restart_s=30.0):
-        """Read ``placements-<suffix>.csv``, ``scalability-<suffix>.csv`` and ``validation-*.csv`` of ``app_dir``."""
+    def read(cls, app_dir, suffix, gpu_type=None, slowdown=1.0, restart_s=30.0, max_local=None):
+        """Read ``placements-<suffix>.csv``, ``scalability-<suffix>.csv`` and ``validation-*.csv`` of ``app_dir``.
+
+        ``suffix=""`` reads ``placements.csv`` and ``scalability.csv`` (Pollux's artifact).
+        """
         app_dir = Path(os.fspath(app_dir))
         app = app_dir.name
-        pf = app_dir / f"placements-{suffix}.csv"
+        tail = f"-{suffix}" if suffix else ""  # Pollux's artifact: placements.csv, one GPU type
+        pf = app_dir / f"placements{tail}.csv"
         cols = _read_csv(pf, ("placement", "local_bsz", "step_time", "sync_time"),
                          "a placement profile (one row per placement and per-GPU batch)")
         _profile_rows(cols, pf)
@@ -368,7 +387,7 @@ class AppProfile:
                                  np.r_[os_, cols["sync_time"][sel]])
             else:
                 placements[p] = (cols["local_bsz"][sel], cols["step_time"][sel], cols["sync_time"][sel])
-        sf = app_dir / f"scalability-{suffix}.csv"
+        sf = app_dir / f"scalability{tail}.csv"
         sc = _read_csv(sf, ("num_nodes", "num_replicas", "local_bsz", "step_time", "sync_time"),
                        "a scalability profile (one row per node count, replica count and per-GPU batch)")
         _profile_rows(sc, sf)
@@ -387,7 +406,7 @@ class AppProfile:
                                                                     "grad_var")])
         if not validation:
             raise InvalidProblemError(f"{app_dir}: no validation-<batch>.csv files; expected one per validated batch.")
-        return cls(app, gpu_type or suffix, placements, scal, validation, slowdown, restart_s)
+        return cls(app, gpu_type or suffix or "gpu", placements, scal, validation, slowdown, restart_s, max_local)
 
     # -- the model -------------------------------------------------------------------------------------
     @property
@@ -464,7 +483,7 @@ class AppProfile:
         same = [b[-1] for q, (b, _, _) in self.placements.items() if sum(q) == r]
         if same:
             lim = min(lim, float(max(same)))
-        return lim
+        return lim if self.max_local is None else min(lim, self.max_local)
 
     def _grad_stats(self, m, epoch):
         e = min(max(int(epoch), 0), self.max_epochs - 1)
@@ -671,7 +690,7 @@ class GoodputModel:
         self.gpu_types = tuple(sorted(next(iter(types))))
 
     @classmethod
-    def from_sia(cls, artifacts, types=None, apps=None, slowdown=None, restart=None):
+    def from_sia(cls, artifacts, types=None, apps=None, slowdown=None, restart=None, max_local=None):
         """Read the profiles of Sia's artifact.
 
         Parameters
@@ -687,6 +706,10 @@ class GoodputModel:
         restart : dict, optional
             Checkpoint-restore seconds per application, ``"default"`` for the others (default
             :data:`SIA_RESTART_S_APPS`).
+        max_local : dict, optional
+            ``{app: per-GPU batch cap}`` (default none).  :data:`POLLUX_MODEL` holds the
+            settings of Pollux's own simulator (one type, ``placements.csv``, 30 s restarts, no
+            calibration, yolov3 capped at 8).
         """
         root = _sim_root(artifacts)
         types = dict(SIA_TYPES if types is None else types)
@@ -707,7 +730,8 @@ class GoodputModel:
             if not d.is_dir():
                 raise InvalidProblemError(f"{d}: no such folder; expected the profiles of application {a!r}.")
             rs = restart.get(a, restart.get("default", 30.0))
-            profiles[a] = {g: AppProfile.read(d, sfx, g, slowdown.get(a, 1.0), rs) for g, sfx in types.items()}
+            ml = (max_local or {}).get(a)
+            profiles[a] = {g: AppProfile.read(d, sfx, g, slowdown.get(a, 1.0), rs, ml) for g, sfx in types.items()}
         return cls(profiles)
 
     def profile(self, app, gpu_type):

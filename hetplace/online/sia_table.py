@@ -16,7 +16,15 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InvalidOptionError, InvalidProblemError
-from .goodput import SIA_TRACE_SETS, GoodputModel, _sim_root, read_sia_workload, sia_workloads
+from .goodput import (
+    POLLUX_CLUSTER,
+    POLLUX_MODEL,
+    SIA_TRACE_SETS,
+    GoodputModel,
+    _sim_root,
+    read_sia_workload,
+    sia_workloads,
+)
 
 __all__ = ["sia_table", "SiaTable", "SiaTableRow", "SIA_TABLE3", "SIA_DECISION_MS", "plot_sia_table"]
 
@@ -29,6 +37,9 @@ SIA_TABLE3 = {
     "newtrace": {"sia": (0.7, 4.6, 52.2, 3.0), "pollux": (1.5, 10.3, 62.3, 3.4),
                  "gavel-mst": (11.3, 98.1, 110.0, 6.4)},
 }
+#: Pollux's own published simulation (its artifact's ``results-jobload/pollux-1.0/summary.json``, 16 x 4
+#: T4, its eight workloads): the average JCT in hours, pooled.
+SIA_TABLE3["pollux"] = {"pollux": (2751.13359375 / 3600.0,)}
 #: Sia's published policy time at 64 GPUs, ``{policy: (median ms, p95 ms)}`` (same draft).
 SIA_DECISION_MS = {"sia": (96.0, 426.0), "pollux": (2200.0, 4800.0), "gavel-mst": (13.0, 28.0)}
 
@@ -92,14 +103,15 @@ def _round_of(name, round_s):
     return float(getattr(GOODPUT_POLICIES[name], "round_s", ROUND_S))
 
 
-def _run_workload(artifacts, path, name, options, round_s, max_hours):
+def _run_workload(artifacts, path, name, options, round_s, max_hours, model_options=None, cluster=None):
     """One policy on one workload, in a worker: the per-job figures and decision times."""
     from .goodput_policies import make_goodput_policy
     from .goodput_sim import simulate_goodput
 
-    model = GoodputModel.from_sia(artifacts)
+    model = GoodputModel.from_sia(artifacts, **(model_options or {}))
     jobs = read_sia_workload(path)
-    r = simulate_goodput(jobs, model, make_goodput_policy(name, **options), round_s=round_s, max_hours=max_hours)
+    r = simulate_goodput(jobs, model, make_goodput_policy(name, **options), cluster=cluster, round_s=round_s,
+                         max_hours=max_hours)
     return {"workload": str(path), "policy": name, "jct": r.jobs["jct"].tolist(),
             "arrival": r.jobs["arrival"].tolist(), "gpu_seconds": r.jobs["gpu_seconds"].tolist(),
             "restarts": r.jobs["restarts"].tolist(), "decision": r.rounds["decision_time"].tolist(),
@@ -138,7 +150,9 @@ def sia_table(artifacts, trace_set, policies=("sia", "gavel-mst"), workloads=Non
     ----------
     artifacts : str or path-like
         A checkout of github.com/siasosp23/artifacts (or its ``sia-simulator/`` folder).
-    trace_set : {"philly", "helios", "newtrace"}
+    trace_set : {"philly", "helios", "newtrace", "pollux"}
+        ``"pollux"``: the workloads of Pollux's own artifact (``artifacts`` a checkout of it), on
+        its 16 x 4 T4 with its simulator's settings (:data:`~hetplace.online.goodput.POLLUX_MODEL`).
     policies : sequence of str
         Goodput-world policy names (:data:`~hetplace.online.goodput_policies.GOODPUT_POLICIES`).
     workloads : sequence of int or path, optional
@@ -178,7 +192,8 @@ def sia_table(artifacts, trace_set, policies=("sia", "gavel-mst"), workloads=Non
         if p not in policies or not isinstance(o, dict):
             raise InvalidOptionError(f"options must be {{policy: {{option: value}}}} for listed policies; got {p!r}.")
     root = _sim_root(artifacts)
-    model = GoodputModel.from_sia(root)  # a missing or malformed profile fails here, once, with its file named
+    model_options, cluster = (POLLUX_MODEL, POLLUX_CLUSTER) if trace_set == "pollux" else ({}, None)
+    model = GoodputModel.from_sia(root, **model_options)  # a missing or malformed profile fails here, once
     every = sia_workloads(root, trace_set)
     if workloads is None:
         paths = list(every)
@@ -198,8 +213,8 @@ def sia_table(artifacts, trace_set, policies=("sia", "gavel-mst"), workloads=Non
                 raise InvalidProblemError(
                     f"{p}: job {j.name!r} runs application {j.app!r}, which {root / 'traces'} does not profile "
                     f"({', '.join(sorted(model.profiles))}).")
-    tasks = [(str(root), str(p), name, options.get(name, {}), _round_of(name, round_s), max_hours)
-             for name in policies for p in paths]
+    tasks = [(str(root), str(p), name, options.get(name, {}), _round_of(name, round_s), max_hours, model_options,
+              cluster) for name in policies for p in paths]
     results = {}
 
     def collect(r):
