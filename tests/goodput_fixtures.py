@@ -37,12 +37,13 @@ def write_app(folder, suffix="gpu", placements=PLACEMENTS, local=LOCAL, epochs=E
             row = {"placement": "".join(map(str, p)), "local_bsz": b, "step_time": slower * step(n, r, b),
                    "sync_time": slower * sync(n, r, b)}
             lines.append(",".join(str(row[c]) for c in cols))
-    (folder / f"placements-{suffix}.csv").write_text("\n".join(lines) + "\n")
+    tail = f"-{suffix}" if suffix else ""  # Pollux's artifact: placements.csv
+    (folder / f"placements{tail}.csv").write_text("\n".join(lines) + "\n")
     lines = ["local_bsz,step_time,sync_time,num_nodes,num_replicas"]
     for n, r in SCALE:
         for b in local:
             lines.append(f"{b},{slower * step(n, r, b)},{slower * sync(n, r, b)},{n},{r}")
-    (folder / f"scalability-{suffix}.csv").write_text("\n".join(lines) + "\n")
+    (folder / f"scalability{tail}.csv").write_text("\n".join(lines) + "\n")
     for k, m in enumerate(batches):
         lines = ["progress,iteration,metric,grad_sqr,grad_var"]
         for e in range(epochs):

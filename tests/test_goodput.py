@@ -327,3 +327,19 @@ def _make_prof():
 
 
 _PROF = _make_prof()
+
+
+def test_pollux_artifact_layout_one_type_and_a_batch_cap(tmp_path):
+    from hetplace.online.goodput import POLLUX_MODEL
+
+    sim = tmp_path / "adaptdl" / "simulator"
+    for a in ("cifar10", "yolov3"):
+        _write_app(sim / "traces" / a, "")
+    assert (sim / "traces" / "yolov3" / "placements.csv").is_file()
+    (sim / "workloads").mkdir()
+    (sim / "workloads" / "workload-1.csv").write_text("name,time,application,num_replicas,batch_size\n")
+    m = GoodputModel.from_sia(tmp_path / "adaptdl", **POLLUX_MODEL)
+    assert m.gpu_types == ("t4",) and sorted(m.profiles) == ["cifar10", "yolov3"]
+    assert m.profile("yolov3", "t4").memory_limit((2, 2)) == 8 and m.profile("cifar10", "t4").memory_limit((2, 2)) == 64
+    assert m.profile("cifar10", "t4").restart_s == 30.0 and m.profile("cifar10", "t4").slowdown == 1.0
+    assert [p.name for p in sia_workloads(tmp_path / "adaptdl", "pollux")] == ["workload-1.csv"]
