@@ -196,8 +196,9 @@ def _build_parser():
         "published Table 3 (docs/online.md §10).",
     )
     st.add_argument("artifacts", metavar="ARTIFACTS", help="the checkout of Sia's artifact (or its sia-simulator/ folder)")
-    st.add_argument("--trace-set", default="helios", choices=("philly", "helios", "newtrace"),
-                    help="trace set (default helios, Sia's 'saturn' folder)")
+    st.add_argument("--trace-set", default="helios", choices=("philly", "helios", "newtrace", "pollux"),
+                    help="trace set (default helios, Sia's 'saturn' folder; pollux: Pollux's own artifact, "
+                         "simulator/workloads on its 16 x 4 T4)")
     st.add_argument("--policy", nargs="+", default=["sia", "gavel-mst"], metavar="POLICY",
                     help="goodput-world policies (default sia gavel-mst; names: hetplace.online.goodput_policies)")
     st.add_argument("--workloads", nargs="+", type=_positive_int, metavar="N", help="workload numbers (default all)")
