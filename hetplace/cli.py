@@ -95,6 +95,14 @@ def _build_parser():
         p.add_argument("--no-bound", action="store_true",
                        help=f"skip the certified gap (to hetplace.lower_bound, at most {BOUND_TIME_LIMIT:g} s)")
 
+    def executor_options(p, default, executor_help):
+        """--workers, --executor, --dask-address, --no-progress, --no-plots of a command that runs many things."""
+        p.add_argument("--workers", type=_positive_int, help="parallel worker processes (default: CPU count)")
+        p.add_argument("--executor", default=default, choices=EXECUTORS, help=executor_help)
+        p.add_argument("--dask-address", metavar="ADDR", help="Dask scheduler, e.g. tcp://10.0.0.5:8786")
+        p.add_argument("--no-progress", action="store_true", help="no progress output")
+        p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+
     def run_options(p):
         p.add_argument("--method", default=None, choices=methods, help="placement method (default: smp)")
         p.add_argument("--seed", type=int, default=0, help="seed of randomised methods (default 0)")
@@ -147,13 +155,8 @@ def _build_parser():
     b.add_argument("--exact-solver", default="scip", choices=SOLVER_NAMES, help="MILP solver (default scip)")
     b.add_argument("--samples", type=_positive_int, help="samples of method smp (default: its own)")
     b.add_argument("--backend", choices=BACKEND_CHOICES, help="backend of method smp")
-    b.add_argument("--workers", type=_positive_int, help="parallel worker processes (default: CPU count)")
-    b.add_argument("--executor", default="process", choices=EXECUTORS,
-                   help="process: local process pool (default); serial: in this process; "
-                   "dask: Dask distributed (--dask-address, else a LocalCluster of --workers processes)")
-    b.add_argument("--dask-address", metavar="ADDR", help="Dask scheduler, e.g. tcp://10.0.0.5:8786")
-    b.add_argument("--no-progress", action="store_true", help="no progress bar")
-    b.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    executor_options(b, "process", "process: local process pool (default); serial: in this process; "
+                     "dask: Dask distributed (--dask-address, else a LocalCluster of --workers processes)")
 
     sim = sub.add_parser(
         "simulate", help="online simulation of scheduling policies on a job trace; write CSV/JSON/PNG",
@@ -182,12 +185,7 @@ def _build_parser():
     sim.add_argument("--round", type=_positive_float, default=360.0, metavar="SECONDS", help="round length (default 360)")
     sim.add_argument("--trace", metavar="FILE", help="a Gavel .trace file instead of a generated trace (--rate ignored)")
     sim.add_argument("--out", default="simulate-out", metavar="DIR", help="output folder (default: simulate-out)")
-    sim.add_argument("--workers", type=_positive_int, help="parallel worker processes (default: CPU count)")
-    sim.add_argument("--executor", default=None, choices=EXECUTORS,
-                     help="serial (default for one simulation), process (default for several) or dask")
-    sim.add_argument("--dask-address", metavar="ADDR", help="Dask scheduler, e.g. tcp://10.0.0.5:8786")
-    sim.add_argument("--no-progress", action="store_true", help="no progress bar")
-    sim.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    executor_options(sim, None, "serial (default for one simulation), process (default for several) or dask")
     st = sub.add_parser(
         "sia-table", help="Sia's Table 3 on its own ground: policies on a trace set of Sia's artifact; CSV/JSON/PNG",
         description="Run goodput-world policies on every workload of one of Sia's trace sets, read from a checkout "
@@ -203,11 +201,7 @@ def _build_parser():
                     help="goodput-world policies (default sia gavel-mst; names: hetplace.online.goodput_policies)")
     st.add_argument("--workloads", nargs="+", type=_positive_int, metavar="N", help="workload numbers (default all)")
     st.add_argument("--out", default="sia-table-out", metavar="DIR", help="output folder (default: sia-table-out)")
-    st.add_argument("--workers", type=_positive_int, help="parallel worker processes (default: CPU count)")
-    st.add_argument("--executor", default="process", choices=EXECUTORS, help="process (default), serial or dask")
-    st.add_argument("--dask-address", metavar="ADDR", help="Dask scheduler, e.g. tcp://10.0.0.5:8786")
-    st.add_argument("--no-progress", action="store_true", help="no line per finished simulation")
-    st.add_argument("--no-plots", action="store_true", help="skip the PNG plot")
+    executor_options(st, "process", "process (default), serial or dask")
     return parser
 
 

@@ -10,8 +10,6 @@ decision times) as in Gavel's world.
 
 import math
 import numbers
-import time
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,9 +17,9 @@ from pathlib import Path
 import numpy as np
 
 from .._validation import check_seed, is_real_scalar
-from ..errors import HetplaceWarning, InvalidOptionError
+from ..errors import InvalidOptionError
 from .goodput import SIA_CLUSTER, GoodputJob, GoodputModel, _canon, read_sia_workload
-from .simulator import DECISION_LIMIT_S, MAX_ROUNDS, STALL_ROUNDS, _policy_name, _reset, _Run
+from .simulator import DECISION_LIMIT_S, MAX_ROUNDS, STALL_ROUNDS, _policy_name, _reset, _RoundView, _Run, _timed_decide
 
 __all__ = ["GoodputJobState", "GoodputState", "simulate_goodput", "parse_goodput_cluster", "ROUND_S"]
 
@@ -95,7 +93,7 @@ class GoodputJobState:
 
 
 @dataclass(frozen=True)
-class GoodputState:
+class GoodputState(_RoundView):
     """What a goodput-world policy sees at a round boundary.
 
     Attributes
@@ -115,10 +113,6 @@ class GoodputState:
         :attr:`GoodputJobState.pinned`) keep their GPUs: what the policy may hand out.
     """
 
-    time: float
-    round_s: float
-    cluster: dict
-    jobs: tuple
     model: object
     round_index: int = 0
     finished: tuple = ()
@@ -339,15 +333,7 @@ def simulate_goodput(workload, model, policy, cluster=None, round_s=ROUND_S, see
         state = GoodputState(t, round_s, dict(cluster), tuple(r.gstate(t) for r in active.values()), model, rnd,
                              tuple(finished), {g: tuple(f) for g, f in free.items()})
         finished = []
-        t0 = time.perf_counter()
-        decision = policy.decide(state)
-        dt = time.perf_counter() - t0
-        if dt > decision_limit:
-            if not slow:
-                warnings.warn(f"policy {name!r} took {dt:.3g} s to decide round {rnd}, over the decision_limit of "
-                              f"{decision_limit:g} s; the result counts such rounds (slow_decisions).",
-                              HetplaceWarning, stacklevel=2)
-            slow += 1
+        decision, dt, slow = _timed_decide(policy, state, rnd, decision_limit, slow)
         decision = _check_decision(decision, name, active, cluster, free)
         busy, running, advanced = 0.0, 0, False
         done_now = []

@@ -119,7 +119,17 @@ class JobState:
 
 
 @dataclass(frozen=True)
-class ClusterState:
+class _RoundView:
+    """The fields every world's round state starts with (its subclasses document them)."""
+
+    time: float
+    round_s: float
+    cluster: dict
+    jobs: tuple
+
+
+@dataclass(frozen=True)
+class ClusterState(_RoundView):
     """What a policy sees at a round boundary.
 
     Attributes
@@ -155,10 +165,6 @@ class ClusterState:
         previous round (with nodes only; ``{}`` otherwise).
     """
 
-    time: float
-    round_s: float
-    cluster: dict
-    jobs: tuple
     progress: ProgressModel
     table: object
     round_index: int = 0
@@ -416,6 +422,26 @@ def _named_gpus(gpus, name, jid, g, capacity, claimed):
     return tuple(sorted(out))
 
 
+def _timed_decide(policy, state, rnd, decision_limit, slow):
+    """``(decision, seconds, slow rounds so far)`` of one ``policy.decide(state)``; warns at the first slow one.
+
+    A Python call cannot be interrupted safely, so a decision over ``decision_limit`` is still
+    used; the simulators count such rounds (``slow_decisions``) and warn once per run.
+    """
+    t0 = time.perf_counter()
+    decision = policy.decide(state)
+    dt = time.perf_counter() - t0
+    if dt > decision_limit:
+        if not slow:
+            warnings.warn(
+                f"policy {_policy_name(policy)!r} took {dt:.3g} s to decide round {rnd}, over the "
+                f"decision_limit of {decision_limit:g} s; the result counts such rounds (slow_decisions).",
+                HetplaceWarning, stacklevel=3,
+            )
+        slow += 1
+    return decision, dt, slow
+
+
 def _reset(policy, seed):
     reset = getattr(policy, "reset", None)
     if reset is None:
@@ -638,17 +664,7 @@ def simulate(trace, cluster, policy, round_s=360, restart="none", table=None, me
             state = ClusterState(t, round_s, dict(cluster), tuple(r.state(oracle) for r in active.values()), model,
                                  table, rnd, tuple(finished), oracle, **topo)
             finished = []
-            t0 = time.perf_counter()
-            decision = policy.decide(state)
-            dt = time.perf_counter() - t0
-            if dt > decision_limit:
-                if not slow:
-                    warnings.warn(
-                        f"policy {_policy_name(policy)!r} took {dt:.3g} s to decide round {rnd}, over the "
-                        f"decision_limit of {decision_limit:g} s; the result counts such rounds (slow_decisions).",
-                        HetplaceWarning, stacklevel=2,
-                    )
-                slow += 1
+            decision, dt, slow = _timed_decide(policy, state, rnd, decision_limit, slow)
             decision, pins = _check_decision(decision, policy, active, cluster)
             restarted = _map_gpus(decision, active, owner, t, restart_of, model.first_start, layout, pins,
                                   _policy_name(policy))
