@@ -559,9 +559,8 @@ class SMPPolicy:
         pl = place(problem, method="smp", seed=seed, threads=1, samples=self.samples,
                    restart_candidates=self.restart_candidates)
         if topo:
-            # SMP's search still sees every multi-GPU job at the top-level bandwidth (its topology-aware
-            # search lands separately); the topology-aware keep-greedy, priced exactly like SMP's result, is
-            # taken when it is better, so a job is not spread over nodes where one node would do
+            # SMP prices the nodes itself (docs/model.md §3.13); the topology-aware keep-greedy, priced exactly
+            # like SMP's result, stays as a safety net and is taken when it is better
             alt = place(problem, method="keep-greedy")
             if alt.mean_jct < pl.mean_jct:
                 pl = alt
