@@ -656,14 +656,8 @@ class AppProfile:
 
     def time_alone(self, placement, progress=0.0, batch=None):
         """Seconds to finish from ``progress`` on ``placement`` (no restart; inf when it cannot run there)."""
-        t, done = 0.0, float(progress)
-        for e in range(self.epoch_of(done), self.max_epochs):
-            g = self.rate(placement, e, batch=batch)[0]
-            if g <= 0:
-                return math.inf
-            t += (float(self.epoch_end[e]) - done) / g
-            done = float(self.epoch_end[e])
-        return t
+        done, used = self.advance(placement, progress, math.inf, batch)
+        return used if done >= self.total_progress else math.inf
 
 
 class GoodputModel:

@@ -135,7 +135,7 @@ class FifoGoodputPolicy:
                 continue
             n = js.job.num_replicas
             best = None
-            for g, (_, m) in state.cluster.items():
+            for g in state.cluster:
                 nodes = pack(free[g], n)
                 if nodes is None:
                     continue
@@ -386,7 +386,7 @@ class LasGoodputPolicy(SiaGoodputPolicy):
             top = float(v.max())
             coef = np.round(v * (1000.0 / top), 2) if top > 0 else v
             pick = solve_sia_program(coef, configs, cap, 0.0, 1.0, self.seed, self.time_limit)
-            counts = [(js.job.job_id,) + configs[k] for js, k in zip(jobs, pick) if k >= 0 and v[jobs.index(js), k] > 0]
+            counts = [(js.job.job_id,) + configs[k] for i, (js, k) in enumerate(zip(jobs, pick)) if k >= 0 and v[i, k] > 0]
             out.update(place_counts(counts, state.cluster, state.free))
         return out
 
@@ -494,8 +494,7 @@ class GavelGoodputPolicy:
     def _place(self, state, jobs, chosen):
         out = {}
         for g, (n_nodes, m) in state.cluster.items():
-            free = [list(range(f)) for f in state.free[g]]  # free GPU slots per node (counts suffice)
-            cnt = [len(f) for f in free]
+            cnt = list(state.free[g])  # free GPUs per node
             mine = sorted((i for i, h in chosen.items() if h == g), key=lambda i: (-jobs[i].job.num_replicas, i))
             rest = []
             for i in mine:  # a job that ran on this type keeps its GPUs if they are free

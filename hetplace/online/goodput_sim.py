@@ -187,6 +187,11 @@ class _GRun(_Run):
                                  gjob.batch_size))
         self.gjob, self.gtype, self.place, self.epoch, self.max_by_type = gjob, None, {}, 0, {}
 
+    @property
+    def pinned(self):
+        """A restart is under way on GPUs it holds: it keeps them this round (GoodputJobState.pinned)."""
+        return self.restart_left > 0 and bool(self.place)
+
     def gstate(self, now):
         return GoodputJobState(self.gjob, self.done, self.epoch, self.gtype, dict(self.place), self.attained,
                                now - self.gjob.arrival, self.restarts, self.restart_left, dict(self.max_by_type))
@@ -206,8 +211,8 @@ def _check_decision(decision, name, active, cluster, free0):
             raise InvalidOptionError(
                 f"policy {name!r} allocated GPUs to job {jid!r}, which is not active at this round; allocate only "
                 "to the job ids of state.jobs.")
-        if run.restart_left > 0 and run.place:
-            continue  # a restarting job keeps its GPUs (GoodputJobState.pinned)
+        if run.pinned:
+            continue  # a restarting job keeps its GPUs
         if alloc is None or alloc == ():
             continue
         if not (isinstance(alloc, Sequence) and len(alloc) == 2 and isinstance(alloc[1], Mapping)):
@@ -278,10 +283,10 @@ def simulate_goodput(workload, model, policy, cluster=None, round_s=ROUND_S, see
     At every round boundary the jobs that have arrived join and the policy decides.  A job
     whose GPU type or shape (GPUs per node, in any order of nodes) changes, or that starts
     or resumes, pays its application's checkpoint-restore seconds (first start included)
-    holding its new GPUs, and keeps them until the restart is over; the same shape on
-    other nodes is no restart (Sia's simulator counts it so); then it progresses at the goodput of its placement
-    (:meth:`AppProfile.advance`), its batch chosen again at every epoch, and finishes
-    at the exact moment it reaches the end of its last epoch.
+    holding its new GPUs, and keeps them until the restart is over (the same shape on
+    other nodes is no restart, as in Sia's simulator); then it progresses at the goodput
+    of its placement (:meth:`AppProfile.advance`), its batch chosen again at every epoch,
+    and finishes at the exact moment it reaches the end of its last epoch.
     """
     from .goodput_policies import make_goodput_policy
     from .result import OnlineResult
@@ -327,7 +332,7 @@ def simulate_goodput(workload, model, policy, cluster=None, round_s=ROUND_S, see
             break
         free = {g: [m] * n for g, (n, m) in cluster.items()}
         for r in active.values():
-            if r.restart_left > 0 and r.place:
+            if r.pinned:
                 for k, c in r.place.items():
                     free[r.gtype][k] -= c
         state = GoodputState(t, round_s, dict(cluster), tuple(r.gstate(t) for r in active.values()), model, rnd,
@@ -338,7 +343,7 @@ def simulate_goodput(workload, model, policy, cluster=None, round_s=ROUND_S, see
         busy, running, advanced = 0.0, 0, False
         done_now = []
         for jid, run in active.items():
-            if not (run.restart_left > 0 and run.place):  # pinned jobs keep theirs
+            if not run.pinned:  # pinned jobs keep theirs
                 g, place = decision.get(jid, (None, {}))
                 if (g, _shape(place)) == (run.gtype, _shape(run.place)):
                     run.place = dict(place)  # the same shape on other nodes: no restart (Sia's simulator)

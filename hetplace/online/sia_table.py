@@ -103,12 +103,19 @@ def _round_of(name, round_s):
     return float(getattr(GOODPUT_POLICIES[name], "round_s", ROUND_S))
 
 
+#: Profiles read in this process, by (checkout, model options).
+_MODELS = {}
+
+
 def _run_workload(artifacts, path, name, options, round_s, max_hours, model_options=None, cluster=None):
     """One policy on one workload, in a worker: the per-job figures and decision times."""
     from .goodput_policies import make_goodput_policy
     from .goodput_sim import simulate_goodput
 
-    model = GoodputModel.from_sia(artifacts, **(model_options or {}))
+    key = (artifacts, repr(sorted((model_options or {}).items())))
+    model = _MODELS.get(key)
+    if model is None:  # once per worker process: the workloads of a set share its profiles (and their caches)
+        model = _MODELS[key] = GoodputModel.from_sia(artifacts, **(model_options or {}))
     jobs = read_sia_workload(path)
     r = simulate_goodput(jobs, model, make_goodput_policy(name, **options), cluster=cluster, round_s=round_s,
                          max_hours=max_hours)
