@@ -373,6 +373,7 @@ def _hostile(seed):
     return Problem(rho, counts, batch, iters, grad, 1.0, speed)
 
 
+@pytest.mark.slow  # several seconds: the long campaign runs it
 def test_milp_never_claims_an_optimum_brute_force_contradicts():
     # measured on 400 seeds: SCIP and HiGHS optimal on all; CP-SAT optimal on 396, the
     # other 4 reported honestly ("feasible" after the check, or "error"), none wrong

@@ -528,14 +528,14 @@ def test_a_slow_decision_is_reported_not_silently_waited_for():
         name = "slow"
 
         def decide(self, state):
-            _time.sleep(0.02)
+            _time.sleep(0.002)
             return {s.job.job_id: {"v100": 1} for s in state.jobs[:8]}
 
     trace = gavel_trace(3, 4.0, seed=0)
     with pytest.warns(HetplaceWarning, match="over the decision_limit"):
-        res = simulate(trace, CLUSTER, Slow(), progress=False, decision_limit=0.01)
+        res = simulate(trace, CLUSTER, Slow(), progress=False, decision_limit=0.001)
     assert res.slow_decisions == res.rounds["time"].size > 0
-    assert res.summary()["slow_decisions"] == res.slow_decisions and res.decision_time_max >= 0.02
+    assert res.summary()["slow_decisions"] == res.slow_decisions and res.decision_time_max >= 0.002
     assert simulate(trace, CLUSTER, Slow(), progress=False).slow_decisions == 0  # default limit: 10 s
 
 

@@ -165,7 +165,7 @@ def test_smp_rejects_bad_priority_and_fairness(options, match):
 
 
 @pytest.mark.parametrize("name, options", [("smp", {}), pytest.param("smp", {"priority": 1.0}, marks=pytest.mark.slow),
-                                           ("smp-fair", {})])
+                                           pytest.param("smp-fair", {}, marks=pytest.mark.slow)])
 def test_marginal_policy_simulates_within_the_invariants(name, options):
     trace = gavel_trace(60, 30.0, 3, multi_gpu=True)
     cluster = {"v100": 6, "p100": 6, "k80": 6}

@@ -330,6 +330,7 @@ def _first_uncoverable_reference(can, counts):
     return -1
 
 
+@pytest.mark.slow  # several seconds: the long campaign runs it
 def test_coverability_of_a_chain_of_a_thousand_types_does_not_recurse():
     # the Hall's-condition check augmented recursively: RecursionError at about 1,000 types
     for n in (1_000, 3_000):
