@@ -106,8 +106,9 @@ class GoodputState(_RoundView):
     model : GoodputModel
         The profiles (step times, gradient statistics) of every application.
     round_index : int
-    finished : tuple of GoodputJob
-        Jobs that finished since the previous decision.
+    finished : tuple of GoodputJobState
+        Jobs that finished since the previous decision, as they ended: ``progress`` is the
+        work each needed (what a scheduler learns when a job completes).
     free : dict
         ``{gpu_type: tuple of free GPUs per node}`` once the pinned jobs (restarting,
         :attr:`GoodputJobState.pinned`) keep their GPUs: what the policy may hand out.
@@ -388,7 +389,7 @@ def simulate_goodput(workload, model, policy, cluster=None, round_s=ROUND_S, see
             run.active_time += held
         for jid in done_now:
             run = active.pop(jid)
-            finished.append(run.gjob)
+            finished.append(run.gstate(run.finish))
             run.place, run.gtype = {}, None
             left -= 1
         rounds["time"].append(t)
