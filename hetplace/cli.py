@@ -197,8 +197,8 @@ def _build_parser():
     st.add_argument("--trace-set", default="helios", choices=("philly", "helios", "newtrace", "pollux"),
                     help="trace set (default helios, Sia's 'saturn' folder; pollux: Pollux's own artifact, "
                          "simulator/workloads on its 16 x 4 T4)")
-    st.add_argument("--policy", nargs="+", default=["sia", "gavel-mst"], metavar="POLICY",
-                    help="goodput-world policies (default sia gavel-mst; names: hetplace.online.goodput_policies)")
+    st.add_argument("--policy", nargs="+", default=["smp", "sia", "gavel-mst"], metavar="POLICY",
+                    help="goodput-world policies (default smp sia gavel-mst; names: hetplace.online.goodput_policies)")
     st.add_argument("--workloads", nargs="+", type=_positive_int, metavar="N", help="workload numbers (default all)")
     st.add_argument("--out", default="sia-table-out", metavar="DIR", help="output folder (default: sia-table-out)")
     executor_options(st, "process", "process (default), serial or dask")

@@ -54,10 +54,10 @@ def write_app(folder, suffix="gpu", placements=PLACEMENTS, local=LOCAL, epochs=E
     return folder
 
 
-def write_artifact(root, apps=("toy", "other"), suffixes=("aws", "rtx"), slower=None, work=100.0):
+def write_artifact(root, apps=("toy", "other"), suffixes=("aws", "rtx"), slower=None, work=100.0, epochs=EPOCHS):
     """A checkout of a made-up artifact: ``slower`` is ``{suffix: factor}`` (default 1 for each)."""
     sim = root / "sia-simulator"
     for a in apps:
         for sfx in suffixes:
-            write_app(sim / "traces" / a, sfx, slower=(slower or {}).get(sfx, 1.0), work=work)
+            write_app(sim / "traces" / a, sfx, slower=(slower or {}).get(sfx, 1.0), work=work, epochs=epochs)
     return root

@@ -116,7 +116,7 @@ def test_bad_decisions_name_the_policy_and_the_fix(model, decision, match):
     ({"round_s": 0.5}, "round_s must be seconds in"),
     ({"decision_limit": 0}, "decision_limit must be seconds > 0"),
     ({"max_hours": -1}, "max_hours must be hours > 0"),
-    ({"policy": "lottery"}, "unknown goodput policy 'lottery'; choose one of sia, "),
+    ({"policy": "lottery"}, "unknown goodput policy 'lottery'; choose one of smp, sia, "),
 ])
 def test_bad_options_are_refused(model, kwargs, match):
     args = {"cluster": CLUSTER, "policy": "fifo", **kwargs}

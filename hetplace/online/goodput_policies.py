@@ -14,7 +14,7 @@ from .._validation import check_seed, is_real_scalar
 from ..errors import InvalidOptionError
 
 __all__ = ["GOODPUT_POLICIES", "make_goodput_policy", "goodput_policy_names", "SiaGoodputPolicy", "FifoGoodputPolicy",
-           "GavelGoodputPolicy", "LasGoodputPolicy", "pack",
+           "GavelGoodputPolicy", "pack",
            "SIA_POLICY_RESTART_S", "sia_configs", "place_counts", "solve_sia_program"]
 
 #: The restart seconds Sia's *policy* assumes per application (its re-allocation factor), which are not
@@ -340,57 +340,6 @@ def solve_sia_program(coef, configs, cap, lambda_n, p, seed=0, time_limit=None):
     return [next((k for k in range(kk) if solver.value(x[i][k])), -1) for i in range(n)]
 
 
-class LasGoodputPolicy(SiaGoodputPolicy):
-    """A first policy of ours in the goodput world: goodput weighted by least attained service, with what Sia knows.
-
-    Same information, configurations, growth cap, bootstrap and re-allocation factor as
-    :class:`SiaGoodputPolicy` (no job lengths); another objective:
-
-        maximise  sum_j w_j G[j, k] x[j, k],   w_j = (1 + attained_j / s0) ** -power
-
-    one configuration per job, GPUs per type within capacity, solved exactly (CP-SAT).  ``G``
-    is the job's goodput over its slowest valid option, so ``G[j, k]`` counts how many
-    "slowest GPUs" of progress the job makes; ``w_j`` puts the jobs that have received the
-    least service (GPU-seconds ``attained_j``) first, the shortest-job-first of a scheduler
-    that does not know lengths (least attained service; with heavy-tailed job lengths a job
-    that has run little is likely to finish soon).  GPUs go where the weighted progress is
-    largest, so a job grows while its goodput scales better than the next job's start.
-
-    Parameters
-    ----------
-    s0 : float
-        GPU-seconds of attained service that halve a job's weight at ``power = 1``
-        (default 3600).
-    power : float
-        Exponent of the weight (default 1; 0: every job alike, the most goodput).
-    restart_s, bootstrap, time_limit, seed
-        As for :class:`SiaGoodputPolicy`.
-    """
-
-    name = "las-goodput"
-    label = "LAS-weighted goodput (ours, first version)"
-
-    def __init__(self, s0=3600.0, power=1.0, restart_s=None, bootstrap=True, time_limit=None, seed=0):
-        super().__init__(restart_s=restart_s, bootstrap=bootstrap, time_limit=time_limit, seed=seed)
-        if not (is_real_scalar(s0) and 0 < float(s0) < math.inf):
-            raise InvalidOptionError(f"s0 must be GPU-seconds > 0; got {s0!r}.")
-        if not (is_real_scalar(power) and 0 <= float(power) <= 8):
-            raise InvalidOptionError(f"power must be in [0, 8]; got {power!r}.")
-        self.s0, self.power = float(s0), float(power)
-
-    def decide(self, state):
-        configs, jobs, G, cap, out = self.goodputs(state)
-        if jobs:
-            w = np.array([(1.0 + js.attained_service / self.s0) ** -self.power for js in jobs])
-            v = np.where(G > 1e-4, G, 0.0) * w[:, None]
-            top = float(v.max())
-            coef = np.round(v * (1000.0 / top), 2) if top > 0 else v
-            pick = solve_sia_program(coef, configs, cap, 0.0, 1.0, self.seed, self.time_limit)
-            counts = [(js.job.job_id,) + configs[k] for i, (js, k) in enumerate(zip(jobs, pick)) if k >= 0 and v[i, k] > 0]
-            out.update(place_counts(counts, state.cluster, state.free))
-        return out
-
-
 class GavelGoodputPolicy:
     """Gavel's heterogeneity-aware max-sum-throughput with the trace's sizes, as Sia's artifact runs it.
 
@@ -532,9 +481,15 @@ def _pollux(**options):
     return PolluxGoodputPolicy(**options)
 
 
+def _smp(**options):
+    from .goodput_smp import SmpGoodputPolicy
+
+    return SmpGoodputPolicy(**options)
+
+
 _pollux.round_s = 60.0
-GOODPUT_POLICIES = {"sia": SiaGoodputPolicy, "pollux": _pollux, "gavel-mst": GavelGoodputPolicy,
-                    "las-goodput": LasGoodputPolicy, "fifo": FifoGoodputPolicy}
+GOODPUT_POLICIES = {"smp": _smp, "sia": SiaGoodputPolicy, "pollux": _pollux, "gavel-mst": GavelGoodputPolicy,
+                    "fifo": FifoGoodputPolicy}
 
 
 def goodput_policy_names():

@@ -149,7 +149,7 @@ def _pool(name, trace_set, runs, round_s):
     )
 
 
-def sia_table(artifacts, trace_set, policies=("sia", "gavel-mst"), workloads=None, executor=None, options=None,
+def sia_table(artifacts, trace_set, policies=("smp", "sia", "gavel-mst"), workloads=None, executor=None, options=None,
               round_s=None, max_hours=None, progress=False):
     """Sia's Table 3 for one trace set: each policy on each workload, pooled as Sia's own statistics script pools them.
 
