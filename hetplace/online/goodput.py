@@ -357,6 +357,10 @@ class AppProfile:
         all_b = np.concatenate([v[0] for v in self.placements.values()])
         self.min_local_bsz = float(all_b.min())
         self.max_local_bsz = float(all_b.max())
+        one = self.placements.get((1,))
+        #: Sia's 1-GPU "atomic throughput" (its bootstrap ratio): the largest 1-GPU local batch over the
+        #: largest 1-GPU step time; 0 without a 1-GPU profile.
+        self.atomic_throughput = float(one[0].max() / one[1].max()) if one is not None else 0.0
         self._interp = None
         self._rate_cache = {}
         self._cand_cache = {}

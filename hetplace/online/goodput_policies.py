@@ -209,20 +209,10 @@ class SiaGoodputPolicy:
         self.bootstrap = bool(bootstrap)
         self.time_limit = time_limit
         self.seed = check_seed(seed)
-        self._ratio = {}
 
     def reset(self, seed=None):
         if seed is not None:
             self.seed = check_seed(seed)
-        self._ratio = {}
-
-    def _atomic(self, prof):
-        """Sia's 1-GPU "atomic throughput": largest 1-GPU local batch over the largest 1-GPU step time."""
-        key = (prof.app, prof.gpu_type)
-        if key not in self._ratio:
-            rows = prof.placements.get((1,))
-            self._ratio[key] = float(rows[0].max() / rows[1].max()) if rows is not None else 0.0
-        return self._ratio[key]
 
     def _row(self, js, state, configs):
         model, cluster = state.model, state.cluster
@@ -249,8 +239,8 @@ class SiaGoodputPolicy:
                 row[k] = prof.rate(_shape_for(n, cluster[g][1]), js.epoch, js.job.batch_size)[0]
             else:
                 base = src_prof.rate(_shape_for(n, cluster[src][1]), js.epoch, js.job.batch_size)[0]
-                a_src = self._atomic(src_prof)
-                row[k] = base * (self._atomic(model.profile(app, g)) / a_src if a_src > 0 else 0.0)
+                a_src = src_prof.atomic_throughput
+                row[k] = base * (model.profile(app, g).atomic_throughput / a_src if a_src > 0 else 0.0)
         pos = row[row > 1e-4]
         row = row / (pos.min() if pos.size else 1.0)
         row[row <= 1e-4] = 1e-4

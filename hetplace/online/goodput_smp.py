@@ -85,7 +85,6 @@ class SmpGoodputPolicy:
             self.seed = check_seed(seed)
         self._lengths = {}  # model -> progress of its finished jobs
         self._known = {}  # model (or job id) -> {type: most GPUs run on}
-        self._atomic = {}
 
     # -- what is learnt --------------------------------------------------------------------------------
     def _learn(self, state):
@@ -109,14 +108,6 @@ class SmpGoodputPolicy:
             return float(L.mean() - a)
         return max(a, best_single_rate * 60.0)
 
-    def _atomic_rate(self, prof):
-        """1-GPU throughput (largest 1-GPU local batch over its step time), Sia's bootstrap ratio."""
-        key = (prof.app, prof.gpu_type)
-        if key not in self._atomic:
-            rows = prof.placements.get((1,))
-            self._atomic[key] = float(rows[0].max() / rows[1].max()) if rows is not None else 0.0
-        return self._atomic[key]
-
     def rates(self, js, state, configs):
         """Goodput of ``js`` on each configuration as the policy knows it (0: not allowed or unknown)."""
         model, cluster = state.model, state.cluster
@@ -138,9 +129,9 @@ class SmpGoodputPolicy:
                 out[k] = prof.rate(_shape_for(n, cluster[g][1]), js.epoch)[0]
             else:
                 sp = model.profile(app, src)
-                a = self._atomic_rate(sp)
+                a = sp.atomic_throughput
                 base = sp.rate(_shape_for(n, cluster[src][1]), js.epoch)[0]
-                out[k] = base * self._atomic_rate(prof) / a if a > 0 else 0.0
+                out[k] = base * prof.atomic_throughput / a if a > 0 else 0.0
         return out
 
     def values(self, js, state, configs):
