@@ -398,48 +398,119 @@ def test_gavel_time_shares_jobs_that_do_not_fit_together(model):
 
 @given(seed=st.integers(0, 2**32 - 1), J=st.integers(1, 6))
 @settings(max_examples=60, deadline=None)
-def test_pollux_repair_keeps_virtual_nodes_caps_and_one_distributed_job(seed, J):
-    from hetplace.online.goodput_pollux import PolluxGoodputPolicy
+def test_pollux_repair_keeps_virtual_nodes_caps_one_distributed_job_and_pins(seed, J):
+    from hetplace._core._pollux_nb import offspring, repair
 
     rng = np.random.default_rng(seed)
-    pol = PolluxGoodputPolicy()
-    kids = rng.integers(0, 6, size=(7, J, 5))
     caps = rng.integers(1, 9, size=J)
-    out = pol._repair(kids, caps, rng, 4)
-    assert (out >= 0).all() and (out.sum(axis=1) <= 4).all()           # a virtual node holds 4 GPUs
-    assert (out.sum(axis=2) <= caps[None, :]).all()                      # the replica cap
-    dist = (out > 0).sum(axis=2) > 1
-    assert (((out > 0) & dist[:, :, None]).sum(axis=1) <= 1).all()      # one distributed job per node
+    base = rng.integers(0, 3, size=(J, 5))
+    pinned = rng.random(J) < 0.3
+    pop = rng.integers(-1, 6, size=(4, J, 5))
+    fit = rng.random(4)
+    ctr = np.zeros(1, dtype=np.uint64)
+    for k in range(7):
+        kid = rng.integers(-2, 6, size=(J, 5)) if k % 2 else np.empty((J, 5), dtype=np.int64)
+        if not k % 2:
+            offspring(pop, np.zeros(4, dtype=np.int64), fit, base, 4, np.uint64(seed), ctr, kid)
+            assert (kid <= np.maximum(pop.max(axis=0), np.maximum(base, 4))).all()  # grown at most to a node
+        repair(kid, caps, 4, pinned, base, np.uint64(seed), ctr)
+        free = ~pinned
+        out = kid[free]
+        assert (out >= 0).all() and (kid[:, :].sum(axis=0)[base[pinned].sum(axis=0) == 0] <= 4).all()
+        assert (out.sum(axis=1) <= caps[free]).all()                      # the replica cap
+        assert np.array_equal(kid[pinned], base[pinned])                  # pinned jobs keep theirs
+        dist = (out > 0).sum(axis=1) > 1
+        assert (((out > 0) & dist[:, None]).sum(axis=0) <= 1).all()      # one distributed job per node
 
 
 def test_pollux_fitness_is_the_power_mean_of_the_discounted_speedups():
-    from hetplace.online.goodput_pollux import PolluxGoodputPolicy
+    from hetplace._core._pollux_nb import fitness
 
-    pol = PolluxGoodputPolicy(p=-1.0)
     rng = np.random.default_rng(1)
     J, nv = 3, 4
-    tabs = [rng.random((nv + 1, 9)) * 4 for _ in range(J)]
+    caps = np.array([8, 5, 3])
+    stack = rng.random((J, nv + 1, 9)) * 4
+    for i in range(J):
+        stack[i, :, caps[i] + 1:] = 0.0
     base = rng.integers(0, 3, size=(J, nv))
     fac = np.array([1.0, 0.5, 0.2])
     pop = rng.integers(0, 3, size=(5, J, nv))
     pop[0] = base
-    got = pol._fitness(pop, tabs, base, fac)
     for k in range(5):
         s = []
         for i in range(J):
-            n, r = int((pop[k, i] > 0).sum()), int(pop[k, i].sum())
-            v = tabs[i][n, r] / 4
+            n, r = int((pop[k, i] > 0).sum()), min(int(pop[k, i].sum()), caps[i])
+            v = stack[i, n, r] / 4
             if (pop[k, i] != base[i]).any():
                 v *= fac[i]
             s.append(v + 1e-3)
-        assert got[k] == pytest.approx(len(s) / sum(1 / x for x in s))
+        assert fitness(pop[k], stack, caps, base, fac, -1.0) == pytest.approx(len(s) / sum(1 / x for x in s))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_pollux_search_returns_its_last_front_and_runs_the_same_as_plain_python(seed):
+    from hetplace._core._pollux_nb import fitness, search, utility
+
+    rng = np.random.default_rng(seed)
+    J, nv, size = 4, 6, 4
+    caps = rng.integers(1, 9, size=J)
+    stack = np.sort(rng.random((J, nv + 1, 9)) * 4, axis=2)
+    base = rng.integers(0, 2, size=(J, nv))
+    pinned = np.array([False, True, False, False])
+    fac = rng.random(J)
+    args = (base[None].copy(), base, pinned, caps, stack, fac, size, 12, 8, -1.0, np.uint64(seed))
+    front, M = search(*args)
+    assert 1 <= len(front) <= 12 and (np.diff(M) <= 0).all()              # the largest power mean first
+    assert len({p.tobytes() for p in front}) == len(front)                 # no individual twice
+    assert all(fitness(p, stack, caps, base, fac, -1.0) == m for p, m in zip(front, M))
+    assert all(np.array_equal(p[pinned], base[pinned]) for p in front)
+    U = [utility(p, stack, caps, size) for p in front]
+    for a in range(len(front)):                                            # none dominates another
+        for b in range(len(front)):
+            assert not (M[b] >= M[a] and U[b] >= U[a] and (M[b] > M[a] or U[b] > U[a]))
+    front2, M2 = getattr(search, "py_func", search)(*args)  # the same source as plain Python (the driver)
+    assert np.array_equal(front, front2) and np.array_equal(M, M2)
+
+
+@given(pts=st.lists(st.tuples(st.integers(0, 4), st.integers(0, 4)), min_size=1, max_size=14))
+@settings(max_examples=80, deadline=None)
+def test_pollux_fronts_and_crowding_equal_a_slow_reference(pts):
+    from hetplace._core._pollux_nb import crowding, fronts
+
+    M = np.array([float(a) for a, _ in pts])
+    U = np.array([float(b) for _, b in pts])
+    idx = np.arange(len(pts))
+    dom = lambda k, i: M[k] >= M[i] and U[k] >= U[i] and (M[k] > M[i] or U[k] > U[i])  # noqa: E731
+    left, want, r = set(idx), np.empty(len(pts), dtype=np.int64), 0
+    while left:  # peel the non-dominated points off, front by front
+        cur = {i for i in left if not any(dom(k, i) for k in left)}
+        for i in cur:
+            want[i] = r
+        left -= cur
+        r += 1
+    assert np.array_equal(fronts(M, U, idx), want)
+    front = idx[want == 0]
+    d = crowding(M, U, front)
+    n = len(front)
+    ref = np.zeros(n)
+    if n <= 2:
+        ref[:] = np.inf
+    else:
+        for f in (M[front], U[front]):
+            order = np.argsort(f, kind="stable")
+            ref[order[0]] = ref[order[-1]] = np.inf
+            span = f[order[-1]] - f[order[0]]
+            for k in range(1, n - 1):
+                if span > 0:
+                    ref[order[k]] += (f[order[k + 1]] - f[order[k - 1]]) / span
+    assert np.array_equal(d, ref)
 
 
 def test_pollux_runs_one_type_per_job_and_is_reproducible(model):
     cluster = {"fast": (2, 4), "slow": (2, 4)}
     jobs = [_job(i, t=300.0 * i, app=("toy", "other")[i % 2], n=1 + i % 4) for i in range(6)]
-    a = simulate_goodput(jobs, model, make_goodput_policy("pollux", generations=10), cluster=cluster, seed=2)
-    b = simulate_goodput(jobs, model, make_goodput_policy("pollux", generations=10), cluster=cluster, seed=2)
+    a = simulate_goodput(jobs, model, make_goodput_policy("pollux", generations=10, population=20), cluster=cluster, seed=2)
+    b = simulate_goodput(jobs, model, make_goodput_policy("pollux", generations=10, population=20), cluster=cluster, seed=2)
     assert a.status == "complete" and a.n_finished == 6
     assert np.array_equal(a.jobs["finish"], b.jobs["finish"])
     with pytest.raises(InvalidOptionError, match="population must be an integer"):

@@ -19,7 +19,6 @@ __all__ = ["PolluxGoodputPolicy", "TYPE_PREFERENCE"]
 #: GPU types a job keeps when its replicas are split evenly between two, most preferred first (the
 #: artifact's order for its type names: A100 before RTX 2080Ti before T4); other types after these.
 TYPE_PREFERENCE = ("a100", "rtx2080ti", "t4")
-_EPS = 1e-3
 
 
 def _even_shape(n, r):
@@ -57,7 +56,8 @@ class PolluxGoodputPolicy:
     nodes in job order.  Pollux's search is NSGA-II over this fitness and a cluster-utility
     objective, keeping the solution of the best power mean; this one is a single-objective
     genetic search of the same fitness with the same operators, elitist, seeded each round with
-    the previous round's population.  A job is then cut back to the GPUs of the type holding most
+    the previous round's population; it runs in a Numba kernel (:mod:`hetplace._core._pollux_nb`,
+    counter-based random draws: the same search compiled or as plain Python).  A job is then cut back to the GPUs of the type holding most
     of its replicas (ties: :data:`TYPE_PREFERENCE`).
     """
 
@@ -84,6 +84,7 @@ class PolluxGoodputPolicy:
         self._alloc = {}    # job id -> replicas per virtual node (the last round's, after the type cut)
         self._pop = None    # (ids, population array) of the last round
         self._model = {}    # job id -> the GPU type whose goodput stands for the job
+        self._tables = {}   # (app, type, epoch, replica cap, fair share) -> speedup table
 
     # -- the virtual cluster -------------------------------------------------------------------------
     def _layout(self, cluster):
@@ -98,10 +99,22 @@ class PolluxGoodputPolicy:
 
     # -- speedups --------------------------------------------------------------------------------------
     def _table(self, js, state, cap_r, fair):
-        """speedup[n, r] of job ``js`` for n virtual nodes and r replicas (0 where not allowed)."""
+        """speedup[n, r] of job ``js`` for n virtual nodes and r replicas (0 where not allowed).
+
+        It depends on the job only through its application, the type standing for it, its epoch,
+        its replica cap and the fair share: jobs alike share one (read-only) table.
+        """
+        g = self._model.get(js.job.job_id)
+        key = (js.job.app, g, js.epoch if g is not None else None, cap_r, fair)
+        tab = self._tables.get(key)
+        if tab is None:
+            tab = self._tables[key] = self._build_table(js, state, g, cap_r, fair)
+            tab.flags.writeable = False
+        return tab
+
+    def _build_table(self, js, state, g, cap_r, fair):
         nv = len(self._vnodes[1])
         tab = np.zeros((nv + 1, cap_r + 1))
-        g = self._model.get(js.job.job_id)
         if g is None:  # no model yet: linear in replicas
             for r in range(1, cap_r + 1):
                 tab[1:r + 1, r] = r / fair
@@ -144,32 +157,20 @@ class PolluxGoodputPolicy:
             caps.append(cap_r)
             tabs.append(self._table(js, state, cap_r, fair))
             fac[i] = max(js.age - self.restart_s * js.restarts, 0.0) / (js.age + self.restart_s)
-        caps = np.array(caps)
+        caps = np.array(caps, dtype=np.int64)
+        stack = np.zeros((J, nv + 1, int(caps.max()) + 1))  # speedup[job, n, r], zero past each cap
+        for i, t in enumerate(tabs):
+            stack[i, :, : t.shape[1]] = t
         base = np.zeros((J, nv), dtype=np.int64)
         for i, jid in enumerate(ids):
             if jid in self._alloc:
                 base[i] = self._alloc[jid]
         pinned = np.array([js.pinned for js in jobs])
-        rng = np.random.default_rng([self.seed, state.round_index])
-        pop = self._seed_population(ids, base)
-        pop[:, pinned] = base[pinned]
-        pop = self._repair(pop, caps, rng, size)  # last round's population, on this round's jobs and pins
-        pop[:, pinned] = base[pinned]
-        fit = self._fitness(pop, tabs, base, fac)
-        for _ in range(self.generations):
-            kids = self._grow(self._offspring(pop, fit, base, rng), rng, size)
-            kids[:, pinned] = base[pinned]
-            kids = self._repair(kids, caps, rng, size)
-            kids[:, pinned] = base[pinned]
-            kfit = self._fitness(kids, tabs, base, fac)
-            allp = np.concatenate([pop, kids])
-            allf = np.concatenate([fit, kfit])
-            seen = {}
-            for k, row in enumerate(allp.reshape(len(allp), -1)):  # duplicates out, first occurrence kept
-                seen.setdefault(row.tobytes(), k)
-            first = np.fromiter(seen.values(), dtype=np.int64, count=len(seen))
-            keep = first[np.argsort(-allf[first], kind="stable")][: self.population]
-            pop, fit = allp[keep], allf[keep]
+        from .._core._categories import stream_key
+        from .._core._pollux_nb import search  # lazy: importing hetplace compiles nothing
+
+        pop, _ = search(self._seed_population(ids, base), base, pinned, caps, stack, fac, size, self.population,
+                        self.generations, self.p, np.uint64(stream_key(self.seed, state.round_index)))
         best = pop[0].copy()
         self._pop = (ids, pop)
         return self._to_real(best, jobs, state, vn, pinned)
@@ -184,67 +185,6 @@ class PolluxGoodputPolicy:
             if j in pos:
                 pop[:, i] = old[:, pos[j]]
         return np.concatenate([base[None], pop])
-
-    def _fitness(self, pop, tabs, base, fac):
-        P, J, nv = pop.shape
-        n = (pop > 0).sum(axis=2)
-        r = pop.sum(axis=2)
-        s = np.zeros((P, J))
-        for i in range(J):
-            t = tabs[i]
-            ri = np.minimum(r[:, i], t.shape[1] - 1)
-            s[:, i] = t[np.minimum(n[:, i], t.shape[0] - 1), ri] / 4.0
-        changed = (pop != base[None]).any(axis=2)
-        s = np.where(changed, s * fac[None, :], s)
-        return np.mean((s + _EPS) ** self.p, axis=1) ** (1.0 / self.p)
-
-    def _offspring(self, pop, fit, base, rng):
-        P, J, nv = pop.shape
-        k = self.population
-        a = rng.integers(0, P, size=(k, 2))
-        b = rng.integers(0, P, size=(k, 2))
-        pa = np.where(fit[a[:, 0]] >= fit[a[:, 1]], a[:, 0], a[:, 1])
-        pb = np.where(fit[b[:, 0]] >= fit[b[:, 1]], b[:, 0], b[:, 1])
-        cut = rng.integers(0, J + 1, size=k)
-        rows = np.arange(J)[None, :] < cut[:, None]
-        kids = np.where(rows[:, :, None], pop[pa], pop[pb])
-        # mutation: back to the current allocation, zero parts, add replicas where GPUs are free
-        reset = rng.random((k, J)) < 0.1
-        kids = np.where(reset[:, :, None], base[None], kids)
-        sel = rng.random((k, J)) < 0.1
-        zero = sel[:, :, None] & (rng.random(kids.shape) < 0.1)
-        kids = np.where(zero, 0, kids)
-        return kids
-
-    def _grow(self, kids, rng, size):
-        """The last part of Pollux's mutation: a replica more, up to a whole node, where GPUs are free."""
-        used = kids.sum(axis=1)
-        free = size - used
-        fits = free[:, None, :] > 0
-        nfit = fits.sum(axis=2, keepdims=True)
-        has = fits & (kids > 0)
-        nhas = has.sum(axis=2, keepdims=True)
-        p1 = np.where(nfit > 0, 1.0 / np.maximum(nfit, 1), 0.0)
-        p2 = np.where(has, 1.0 / np.maximum(nhas, 1), 0.0)
-        grow = fits & (rng.random(kids.shape) < p1 + p2 - p1 * p2)
-        return np.where(grow, rng.integers(np.minimum(np.maximum(kids, 0), size), size + 1), kids)
-
-    def _repair(self, kids, caps, rng, size):
-        """Pollux's repair: one distributed job per virtual node, the replica cap, node capacity in job order."""
-        k, J, nv = kids.shape
-        kids = np.maximum(kids, 0)
-        dist = (kids > 0).sum(axis=2) > 1
-        present = (kids > 0) & dist[:, :, None]
-        kids = np.where(np.cumsum(present, axis=1) >= 2, 0, kids)  # from the second distributed job on
-        # each job's replicas within its cap, over its virtual nodes in a random order
-        order = rng.permuted(np.broadcast_to(np.arange(nv), kids.shape), axis=2)
-        shuf = np.take_along_axis(kids, order, axis=2)
-        room = np.maximum(caps[None, :, None] - (np.cumsum(shuf, axis=2) - shuf), 0)
-        out = np.empty_like(kids)
-        np.put_along_axis(out, order, np.minimum(shuf, room), axis=2)
-        kids = out
-        room = np.maximum(size - (np.cumsum(kids, axis=1) - kids), 0)  # node capacity, jobs in order
-        return np.minimum(kids, room)
 
     # -- back to real GPUs -----------------------------------------------------------------------------
     def _to_real(self, best, jobs, state, vn, pinned):
