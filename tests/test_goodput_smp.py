@@ -1,5 +1,7 @@
 """SMP's policy in the goodput world (hetplace.online.goodput_smp) on made-up profiles."""
 
+import copy
+
 import numpy as np
 import pytest
 
@@ -9,7 +11,7 @@ from goodput_fixtures import write_artifact  # noqa: E402
 
 from hetplace.errors import InvalidOptionError  # noqa: E402
 from hetplace.online.goodput import GoodputJob, GoodputModel  # noqa: E402
-from hetplace.online.goodput_policies import make_goodput_policy, sia_configs  # noqa: E402
+from hetplace.online.goodput_policies import goodput_policy_names, make_goodput_policy, sia_configs  # noqa: E402
 from hetplace.online.goodput_sim import simulate_goodput  # noqa: E402
 from hetplace.online.goodput_smp import SmpGoodputPolicy  # noqa: E402
 
@@ -45,7 +47,8 @@ class Spy:
         self.inner, self.states, self.decisions = inner, [], []
 
     def reset(self, seed=None):
-        self.inner.reset(seed)
+        if hasattr(self.inner, "reset"):
+            self.inner.reset(seed)
 
     def decide(self, state):
         d = self.inner.decide(state)
@@ -64,18 +67,26 @@ def test_smp_is_registered_reproducible_and_fits(model):
     assert (a.rounds["busy"] <= 1 + 1e-12).all()
 
 
-def test_smp_never_reads_a_running_jobs_length(tmp_path):
-    # the same workload on two models whose jobs differ only in length (4 or 8 epochs, the first four
-    # alike): every decision before the first job finishes is the same
-    short, long_ = _model(tmp_path / "a", epochs=4), _model(tmp_path / "b", epochs=8)
+@pytest.fixture(scope="module")
+def short_and_long(tmp_path_factory):
+    """Two models whose jobs differ only in length (4 or 8 epochs, the first four alike)."""
+    root = tmp_path_factory.mktemp("len")
+    return _model(root / "a", epochs=4), _model(root / "b", epochs=8)
+
+
+@pytest.mark.parametrize("name", goodput_policy_names())
+def test_no_goodput_policy_reads_a_running_jobs_length(short_and_long, name):
+    # the same workload on both models: every decision before the first job finishes is the same
+    opts = {"generations": 5, "population": 10} if name == "pollux" else {}
     jobs = _workload(8)
-    spies = [Spy(SmpGoodputPolicy()), Spy(SmpGoodputPolicy())]
-    for m, spy in zip((short, long_), spies):
+    spies = [Spy(make_goodput_policy(name, **opts)), Spy(make_goodput_policy(name, **opts))]
+    for m, spy in zip(short_and_long, spies):
         simulate_goodput(jobs, m, spy, cluster=CLUSTER)
     first = next(k for k, s in enumerate(spies[0].states) if s.finished)
     assert first > 3
     assert spies[0].decisions[:first] == spies[1].decisions[:first]
-    assert spies[0].decisions != spies[1].decisions  # and the lengths do matter once one is known
+    if name == "smp":
+        assert spies[0].decisions != spies[1].decisions  # and the lengths do matter once one is known
 
 
 def test_remaining_is_learnt_from_finished_jobs_of_the_same_model(model):
@@ -110,7 +121,7 @@ def test_what_one_job_of_a_model_ran_on_is_known_for_the_next_when_pooled(model)
 
 def test_values_price_the_restart_and_the_preemption(model):
     configs = sia_configs(CLUSTER)
-    spy = Spy(SmpGoodputPolicy())
+    spy = Spy(SmpGoodputPolicy(age_s=3600.0))
     simulate_goodput([_job(0, n=4)], model, spy, cluster=CLUSTER, max_hours=0.3)
     pol = spy.inner
     st = spy.states[-1]
@@ -129,13 +140,19 @@ def test_values_price_the_restart_and_the_preemption(model):
     want = raw * f
     want[cur] = raw[cur]
     want[want > 0] += raw[cur] * d / (H[cur] + d)
+    want *= 1.0 + js.age / pol.age_s  # aging
     assert np.allclose(v, want, rtol=1e-12)
+    young = copy.copy(pol)  # what it learnt, without aging
+    young.age_s = None
+    assert np.allclose(young.values(js, st, configs) * (1.0 + js.age / pol.age_s), v, rtol=1e-12)
     assert v[cur] == v.max()  # alone on the cluster after its growth: staying is best
 
 
 @pytest.mark.parametrize("kwargs, match", [
     ({"horizon_s": 0}, "horizon_s must be seconds > 0"),
     ({"horizon_s": float("inf")}, "horizon_s must be seconds > 0"),
+    ({"age_s": 0}, "age_s must be seconds > 0 or None"),
+    ({"age_s": "8h"}, "age_s must be seconds > 0 or None"),
     ({"min_samples": 0}, "min_samples"),
     ({"time_limit": -1.0}, "time_limit must be seconds > 0"),
     ({"seed": -1}, "seed"),

@@ -43,6 +43,10 @@ class SmpGoodputPolicy:
     moved less; and every option of a running job gains what preempting it would lose,
     ``v_cur D / (H_cur + D)``, so that taking all its GPUs is priced like any other move.
 
+    With ``age_s``, the row is last multiplied by ``1 + age / age_s`` (aging: a job that has been
+    in the system long weighs more, which lowers the tail and raises the mean; off by default,
+    docs/online.md §10.4 has the measured trade).
+
     ``R_j`` is learnt: ``E[L - a | L > a]`` over the lengths ``L`` of the finished jobs of its
     model longer than its progress ``a`` (when ``min_samples`` of them are), else as much again
     as it has done, at least one minute on its best single GPU.
@@ -51,6 +55,8 @@ class SmpGoodputPolicy:
     ----------
     horizon_s : float
         Seconds an allocation is expected to last (default 600: ten of Sia's rounds).
+    age_s : float or None
+        Age (seconds since arrival) that doubles a job's weight; None (default): no aging.
     min_samples : int
         Finished jobs of a model, longer than a job's progress, needed to use their lengths
         (default 1).
@@ -67,9 +73,12 @@ class SmpGoodputPolicy:
     label = "SMP-goodput (ours)"
     oracle = False
 
-    def __init__(self, horizon_s=600.0, min_samples=1, pooled=True, time_limit=None, seed=0):
+    def __init__(self, horizon_s=600.0, age_s=None, min_samples=1, pooled=True, time_limit=None, seed=0):
         if not (is_real_scalar(horizon_s) and 0 < float(horizon_s) < math.inf):
             raise InvalidOptionError(f"horizon_s must be seconds > 0 (default 600); got {horizon_s!r}.")
+        if age_s is not None and not (is_real_scalar(age_s) and 0 < float(age_s) < math.inf):
+            raise InvalidOptionError(f"age_s must be seconds > 0 or None (default: no aging); got {age_s!r}.")
+        self.age_s = None if age_s is None else float(age_s)
         if time_limit is not None and not (is_real_scalar(time_limit) and float(time_limit) > 0):
             raise InvalidOptionError(f"time_limit must be seconds > 0 or None; got {time_limit!r}.")
         self.horizon_s = float(horizon_s)
@@ -160,6 +169,8 @@ class SmpGoodputPolicy:
             v[kc] = keep
             h = min(R / r[kc], self.horizon_s)
             v[v > 0] += keep * d / (h + d)
+        if self.age_s is not None:
+            v = v * (1.0 + js.age / self.age_s)
         return v
 
     def decide(self, state):
