@@ -27,6 +27,16 @@ def _even_shape(n, r):
     return (q + 1,) * s + (q,) * (n - s)
 
 
+def _warm():
+    """Compile (or load from Numba's cache) the search once, on a tiny input, so that the first
+    round's decision time is the search's and not the compiler's."""
+    from .._core._pollux_nb import search  # lazy: importing hetplace compiles nothing
+
+    base = np.zeros((1, 1), dtype=np.int64)
+    search(base[None].copy(), base, np.zeros(1, dtype=np.bool_), np.ones(1, dtype=np.int64), np.ones((1, 2, 2)),
+           np.ones(1), 1, 2, 1, -1.0, np.uint64(0))
+
+
 class PolluxGoodputPolicy:
     """Pollux as Sia ran it: a genetic search over replicas per virtual node, blind to GPU types.
 
@@ -85,6 +95,7 @@ class PolluxGoodputPolicy:
         self._pop = None    # (ids, population array) of the last round
         self._model = {}    # job id -> the GPU type whose goodput stands for the job
         self._tables = {}   # (app, type, epoch, replica cap, fair share) -> speedup table
+        _warm()
 
     # -- the virtual cluster -------------------------------------------------------------------------
     def _layout(self, cluster):
