@@ -262,7 +262,8 @@ def plot_sia_table(table, folder):
         names = [r.policy for r in table.rows]
         x = np.arange(len(names))
         ax.bar(x - 0.2, [getattr(r, key) for r in table.rows], 0.4, label="hetplace")
-        ax.bar(x + 0.2, [pub[n][k] if n in pub else np.nan for n in names], 0.4, label="Sia's Table 3")
+        ax.bar(x + 0.2, [pub[n][k] if n in pub and k < len(pub[n]) else np.nan for n in names], 0.4,
+               label="Pollux's shipped results" if table.trace_set == "pollux" else "Sia's Table 3")
         ax.set_xticks(x, names)
         ax.set_title(f"{table.trace_set}: {title}")
         if col == 0:
