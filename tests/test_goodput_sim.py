@@ -423,6 +423,32 @@ def test_pollux_repair_keeps_virtual_nodes_caps_one_distributed_job_and_pins(see
         assert (((out > 0) & dist[:, None]).sum(axis=0) <= 1).all()      # one distributed job per node
 
 
+@given(seed=st.integers(0, 2**32 - 1), J=st.integers(1, 7))
+@settings(max_examples=60, deadline=None)
+def test_pollux_repair_equals_a_slow_reference_when_caps_do_not_bind(seed, J):
+    # with caps above every total the random spread does nothing: the rest is deterministic
+    from hetplace._core._pollux_nb import repair
+
+    rng = np.random.default_rng(seed)
+    ind = rng.integers(-1, 4, size=(J, 5))
+    want = np.maximum(ind, 0)
+    dist = [(want[j] > 0).sum() > 1 for j in range(J)]
+    for v in range(5):  # from the second distributed job present on v on, every job's replicas there go
+        count = 0
+        for j in range(J):
+            count += bool(dist[j] and want[j, v] > 0)
+            if count >= 2:
+                want[j, v] = 0
+    for v in range(5):  # each virtual node's 4 GPUs, filled in job order
+        room = 4
+        for j in range(J):
+            want[j, v] = min(want[j, v], room)
+            room -= want[j, v]
+    got = ind.copy()
+    repair(got, np.full(J, 100), 4, np.zeros(J, dtype=np.bool_), ind, np.uint64(seed), np.zeros(1, dtype=np.uint64))
+    assert np.array_equal(got, want)
+
+
 def test_pollux_fitness_is_the_power_mean_of_the_discounted_speedups():
     from hetplace._core._pollux_nb import fitness
 

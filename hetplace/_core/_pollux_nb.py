@@ -97,8 +97,9 @@ def utility(ind, stack, caps, size):
 def repair(ind, caps, size, pinned, base, key, ctr):
     """Pollux's repair of one individual, in place; pinned jobs are set to ``base`` before and after.
 
-    Negative counts become 0; on each virtual node only the first distributed job (in job
-    order) keeps its replicas; each job keeps at most ``caps[j]`` replicas over its nodes taken
+    Negative counts become 0; on each virtual node, from the second distributed job present (in
+    job order) on, every job's replicas there are zeroed (Pollux's literal cumulative rule: single-node
+    jobs listed after it too); each job keeps at most ``caps[j]`` replicas over its nodes taken
     in a random order; each node holds at most ``size``, filled in job order.
     """
     J, V = ind.shape
@@ -116,12 +117,12 @@ def repair(ind, caps, size, pinned, base, key, ctr):
                 n += 1
         dist[j] = n > 1
     for v in range(V):
-        seen = False
+        seen = 0  # distributed jobs present on v so far, in job order
         for j in range(J):
             if dist[j] and ind[j, v] > 0:
-                if seen:
-                    ind[j, v] = 0
-                seen = True
+                seen += 1
+            if seen >= 2:
+                ind[j, v] = 0
     order = np.empty(V, dtype=np.int64)
     for j in range(J):
         for v in range(V):  # Fisher-Yates: a random order of the nodes
