@@ -4,7 +4,7 @@ Every round, each job gets one of Sia's configurations (a GPU type and a count: 
 inside a node, whole nodes above) or none, to maximise the sum over jobs of the *restart-discounted
 normalised goodput* below.  The choice is an assignment of at most ~160 jobs to at most ~19
 configurations under one capacity per type: it is solved exactly (OR-Tools CP-SAT, the solver
-of :func:`~hetplace.online.goodput_policies.solve_sia_program`), not sampled.
+of :func:`~hetplace.online.goodput_configs.solve_sia_program`), not sampled.
 
 What the policy knows is what a scheduler can know: a job's model, progress so far, epoch, age,
 restarts and its own allocations; the profiles of a model on a (type, count) that some job of that
@@ -20,7 +20,7 @@ import numpy as np
 
 from .._validation import check_positive_int, check_seed, is_real_scalar
 from ..errors import InvalidOptionError
-from .goodput_policies import _shape_for, place_counts, sia_configs, solve_sia_program
+from .goodput_configs import _shape_for, place_counts, sia_configs, solve_sia_program
 
 __all__ = ["SmpGoodputPolicy"]
 
