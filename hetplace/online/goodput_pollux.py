@@ -92,7 +92,7 @@ class PolluxGoodputPolicy:
             self.seed = check_seed(seed)
         self._vnodes = None
         self._alloc = {}    # job id -> replicas per virtual node (the last round's, after the type cut)
-        self._pop = None    # (ids, population array) of the last round
+        self._pop = None    # (ids, last non-dominated front) of the last round: the next search starts from it
         self._model = {}    # job id -> the GPU type whose goodput stands for the job
         self._tables = {}   # (app, type, epoch, replica cap, fair share) -> speedup table
         _warm()
