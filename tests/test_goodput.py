@@ -131,6 +131,33 @@ def test_an_unprofiled_placement_is_interpolated_linearly_over_the_profiled_poin
     assert (3,) not in app.placements
 
 
+
+def test_unprofiled_step_times_are_shared_by_placements_of_equal_nodes_and_replicas(app):
+    # (3, 1, 1) and (2, 2, 1), both unprofiled, differ but agree on nodes and replicas, which is all the
+    # interpolation sees: one cached result, handed out as copies
+    b = np.array([10.0, 20.0, 30.0])
+    t1, s1 = app._step_times((3, 1, 1), b)
+    t1[:] = -1.0  # a caller that writes into the result does not change the cache
+    t2, s2 = app._step_times((2, 2, 1), b)
+    direct = app._nd()(np.column_stack([np.full(3, 3.0), np.full(3, 5.0), b]))
+    assert np.array_equal(t2, direct[:, 0]) and np.array_equal(s2, direct[:, 1]) and np.array_equal(s1, s2)
+    # the rate cache stores step times per placement; every epoch then reuses them
+    assert np.isfinite(t2).all() and app.rate((3, 2, 1), 0) == app.rate((3, 2, 1), 0)
+    assert app.rate((3, 2, 1), 1)[0] > 0
+
+
+def test_single_blas_thread_limits_blas_inside_the_block_only():
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from hetplace._blas import single_blas_thread
+
+    def blas_threads():
+        return {d["filepath"]: d["num_threads"] for d in threadpoolctl.threadpool_info() if d["user_api"] == "blas"}
+
+    before = blas_threads()
+    with single_blas_thread():
+        assert all(n == 1 for n in blas_threads().values())
+    assert blas_threads() == before
+
 def test_an_unprofiled_placement_outside_the_hull_cannot_run(app):
     assert all(math.isnan(x) for x in app.step_time((8, 8, 8, 8, 8), 16))  # 40 replicas: never profiled
     assert app.rate((8, 8, 8, 8, 8), 0) == (0.0, 0, 0)

@@ -61,6 +61,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._blas import single_blas_thread
 from .._validation import is_real_scalar
 from ..errors import InvalidOptionError, InvalidProblemError, MissingDependencyError
 
@@ -362,6 +363,7 @@ class AppProfile:
         #: largest 1-GPU step time; 0 without a 1-GPU profile.
         self.atomic_throughput = float(one[0].max() / one[1].max()) if one is not None else 0.0
         self._interp = None
+        self._nd_cache = {}
         self._rate_cache = {}
         self._cand_cache = {}
 
@@ -440,6 +442,8 @@ class AppProfile:
             vals = np.column_stack([np.bincount(inv, arr[:, 3]) / cnt, np.bincount(inv, arr[:, 4]) / cnt])
             try:
                 self._interp = LinearNDInterpolator(keys, vals)
+                with single_blas_thread():  # SciPy computes the simplices' transforms lazily, one LU each
+                    _ = self._interp.tri.transform
             except Exception as exc:  # qhull: too few or flat points
                 self._interp = False
                 self._interp_error = str(exc)
@@ -461,12 +465,19 @@ class AppProfile:
             bs, ts, ss = rows
             out = (b < bs[0]) | (b > bs[-1])
             return np.where(out, np.nan, np.interp(b, bs, ts)), np.where(out, np.nan, np.interp(b, bs, ss))
-        interp = self._nd()
-        if interp is False:
-            return np.full(b.shape, np.nan), np.full(b.shape, np.nan)
-        pts = np.column_stack([np.full(b.shape, float(min(len(p), MAX_INTERP_NODES))), np.full(b.shape, float(sum(p))), b])
-        ts = interp(pts)
-        return ts[:, 0], ts[:, 1]
+        # an unprofiled placement is interpolated in (nodes, replicas, batch) alone: placements that
+        # agree on those share the result (many do under Pollux's virtual nodes)
+        key = (min(len(p), MAX_INTERP_NODES), sum(p), b.tobytes())
+        hit = self._nd_cache.get(key)
+        if hit is None:
+            interp = self._nd()
+            if interp is False:
+                hit = (np.full(b.shape, np.nan), np.full(b.shape, np.nan))
+            else:
+                ts = interp(np.column_stack([np.full(b.shape, float(key[0])), np.full(b.shape, float(key[1])), b]))
+                hit = (ts[:, 0], ts[:, 1])
+            self._nd_cache[key] = hit
+        return hit[0].copy(), hit[1].copy()
 
     def memory_limit(self, placement):
         """Largest per-GPU (atomic) batch on ``placement``: the largest profiled local batch there.
@@ -593,23 +604,27 @@ class AppProfile:
             return hit
         ck = (p, key[2])
         cand = self._cand_cache.get(ck)
-        if cand is None:
+        if cand is None:  # the candidates and their step times depend on the placement, not on the epoch
             c = self.candidates(p, key[2])
-            cand = self._cand_cache[ck] = (np.array([a for a, _ in c], dtype=np.float64),
-                                           np.array([s for _, s in c], dtype=np.float64))
+            atomic = np.array([a for a, _ in c], dtype=np.float64)
+            cand = self._cand_cache[ck] = (atomic, np.array([s for _, s in c], dtype=np.float64),
+                                           self._step_times(p, atomic))
         best = (0.0, 0, 0)
-        atomic, acc = cand
+        atomic, acc, times = cand
         if atomic.size:
-            g = self._goodputs(p, atomic, acc, e)
+            g = self._goodputs(p, atomic, acc, e, times)
             k = int(np.argmax(np.where(np.isnan(g), -np.inf, g)))  # the first best, as a scan keeping ties
             if g[k] > 0:
                 best = (float(g[k]), int(atomic[k]), int(acc[k]))
         self._rate_cache[key] = best
         return best
 
-    def _goodputs(self, p, atomic, acc, e):
-        """:meth:`goodput` of canonical ``p`` at arrays of atomic batches and accumulation steps (NaN: cannot run)."""
-        t, sync = self._step_times(p, atomic)
+    def _goodputs(self, p, atomic, acc, e, times=None):
+        """:meth:`goodput` of canonical ``p`` at arrays of atomic batches and accumulation steps (NaN: cannot run).
+
+        ``times``: ``self._step_times(p, atomic)`` when the caller has it.
+        """
+        t, sync = self._step_times(p, atomic) if times is None else times
         gain = self._gain(sum(p) * atomic * (acc + 1), e)
         ok = (t > 0) & (sync >= 0)
         with np.errstate(invalid="ignore"):
