@@ -574,6 +574,35 @@ def test_gavel_mst_matches_brute_force_on_small_cases(seed):
     assert (R * X).sum() == pytest.approx(_mst_brute_force(R, scale, cap, 0.25))
 
 
+
+@pytest.mark.parametrize("seed", range(3))
+def test_gavel_mst_centre_keeps_the_value_and_splits_ties(seed):
+    from hetplace.online.policies_peers import max_sum_throughput_shares
+
+    rng = np.random.default_rng(seed)
+    row = rng.integers(1, 6, size=2).astype(float)
+    R = np.vstack([row, row, rng.integers(1, 6, size=2).astype(float)])  # jobs 0 and 1 tie
+    scale, cap = np.array([1.0, 1.0, 2.0]), np.array([1.0, 2.0])
+    V = max_sum_throughput_shares(R, scale, cap)
+    C = max_sum_throughput_shares(R, scale, cap, center=True)
+    assert (R * C).sum() == pytest.approx((R * V).sum(), rel=1e-5)
+    assert np.all(C.sum(axis=1) <= 1 + 1e-9) and np.all(scale @ C <= cap + 1e-9)
+    assert np.allclose(C[0], C[1], atol=1e-4)  # tied jobs get the same shares at the centre
+
+
+def test_gavel_mst_point_option():
+    policy = PEER_POLICIES["gavel-mst"](point="center")
+    assert policy.point == "center" and PEER_POLICIES["gavel-mst"]().point == "vertex"
+    with pytest.raises(InvalidOptionError, match="point='efficient'"):
+        PEER_POLICIES["gavel-mst"](point="efficient")
+    with pytest.raises(InvalidOptionError, match="point"):
+        PEER_POLICIES["gavel-mst"](point="middle")
+    state = random_state(41, n_jobs=6, cluster={"v100": 2, "k80": 4})
+    counts = run_rounds(policy, state, 40)
+    for jid, c in counts.items():
+        for g, x in policy.shares()[jid].items():
+            assert abs(c.get(g, 0) / 40 - x) < 0.15
+
 def test_gavel_mst_runs_the_shares_through_gavels_rounds():
     state = random_state(40, n_jobs=6, cluster={"v100": 2, "k80": 4})
     policy = PEER_POLICIES["gavel-mst"]()

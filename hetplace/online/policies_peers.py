@@ -612,24 +612,32 @@ class GavelMaxSumThroughputPolicy(_GavelRoundPolicy):
     ----------
     min_reset_interval, seed, new_jobs
         As for ``"las"``.
+    point : {"vertex", "center"}
+        Which point of the optimal face: a vertex (default; SciPy's HiGHS, a basic
+        optimal solution) or its analytic centre (:func:`_lp.max_sum_center`), where
+        Gavel's interior-point solver (ECOS) lands when jobs tie (docs/online_policies.md).
 
     Notes
     -----
     Gavel solves the programme with cvxpy and keeps the point of the optimal face its
-    solver returns; here SciPy's HiGHS returns a vertex (a basic optimal solution).
+    solver returns.  The value is the same at either point; they differ only where the
+    optimum is not unique (jobs of one model and size tie).
     """
 
     name = "gavel-mst"
     label = "Gavel max-sum-throughput (het.)"
     _aware = True
 
-    def __init__(self, min_reset_interval=1920.0, seed=0, new_jobs="idle"):
-        super().__init__(min_reset_interval=min_reset_interval, seed=seed, new_jobs=new_jobs, point="vertex")
+    def __init__(self, min_reset_interval=1920.0, seed=0, new_jobs="idle", point="vertex"):
+        super().__init__(min_reset_interval=min_reset_interval, seed=seed, new_jobs=new_jobs, point=point)
+        if self.point == "efficient":
+            raise InvalidOptionError("point='efficient' is not defined for max-sum-throughput; use 'vertex' or "
+                                     "'center'.")
 
     def _solve(self, state, jobs, R, types):
         cap = np.array([state.cluster[g] for g in types], dtype=np.float64)
         scale = np.array([js.job.scale_factor for js in jobs], dtype=np.float64)
-        return max_sum_throughput_shares(R, scale, cap)
+        return max_sum_throughput_shares(R, scale, cap, center=self.point == "center")
 
 
 def max_sum_throughput_shares(R, scale, capacity, center=False):
