@@ -100,7 +100,10 @@ def test_a_restarting_job_keeps_its_gpus(model):
     ({0: ("fast", {0: 5})}, "put 5 GPUs of job 0 on node 0 of type 'fast', which has 4 free"),
     ({0: ("fast", {0: -1})}, "counts must be whole numbers"),
     ({0: ("fast", {0: 2.0})}, "counts must be whole numbers"),
-    ({0: {"fast": 2}}, r"must be \(gpu_type, \{node: n_gpus\}\)"),
+    ({0: {"fast": 2}}, r"a job on several types takes \{gpu_type: \{node: n_gpus\}, ...\}"),
+    ({0: 3}, r"must be \(gpu_type, \{node: n_gpus\}\) or, on several types"),
+    ({0: {"fast": {0: 1}, "tpu": {0: 1}}}, "type 'tpu', which the cluster does not have"),
+    ({0: {"fast": {0: 4}, "slow": {0: 9}}}, "put 9 GPUs of job 0 on node 0 of type 'slow'"),
     ({0: ("fast", {0: 3}), 1: ("fast", {0: 2})}, "job 1 on node 0 of type 'fast', which has 1 free"),
     ([], "returned list"),
 ])
@@ -541,3 +544,65 @@ def test_pollux_runs_one_type_per_job_and_is_reproducible(model):
     assert np.array_equal(a.jobs["finish"], b.jobs["finish"])
     with pytest.raises(InvalidOptionError, match="population must be an integer"):
         make_goodput_policy("pollux", population=0)
+
+
+# -- a job on several GPU types (the mixed-rate assumption, docs/online.md §10.5) -----------------------------
+
+def test_a_mixed_job_runs_at_the_models_mixed_rate(model):
+    parts = {"fast": (2,), "slow": (2,)}
+    r = simulate_goodput([_job(0)], model, Fixed([{0: {"fast": {1: 2}, "slow": {0: 2}}}]), cluster=CLUSTER)
+    assert r.status == "complete" and r.jobs["types"][0] == "fast+slow"
+    done, used = model.advance_mixed("toy", parts, 0.0, math.inf)
+    prof = model.profile("toy", "fast")
+    assert done == pytest.approx(prof.total_progress)
+    assert r.jobs["jct"][0] == pytest.approx(60.0 * 0 + 20.0 + used, rel=1e-9)  # arrives at 0: start, then runs
+    assert r.jobs["gpu_seconds"][0] == pytest.approx(4 * (20.0 + used), rel=1e-9)
+
+
+def test_a_mixed_allocation_of_one_type_is_the_one_type_allocation(model):
+    one = simulate_goodput([_job(0)], model, Fixed([{0: ("fast", {1: 2})}]), cluster=CLUSTER)
+    same = simulate_goodput([_job(0)], model, Fixed([{0: {"fast": {1: 2}}}]), cluster=CLUSTER)
+    assert same.jobs["jct"][0] == one.jobs["jct"][0] and same.jobs["types"][0] == "fast"
+
+
+def test_mixed_restarts_follow_each_types_shape_and_the_state_reports_every_type(model):
+    rounds = [{0: {"fast": {0: 2}, "slow": {0: 2}}}, {0: {"fast": {1: 2}, "slow": {0: 2}}},
+              {0: {"fast": {1: 2}, "slow": {0: 4}}}, {0: ("fast", {1: 2})}, {0: ("fast", {1: 2})}]
+    pol = Fixed(rounds)
+    r = simulate_goodput([_job(0, app="other")], model, pol, cluster=CLUSTER)
+    # round 1 moves the fast part to node 1: no restart; round 2 grows the slow part; round 3 drops it
+    assert r.jobs["restarts"][0] == 2
+    s1 = pol.seen[1].jobs[0]
+    assert s1.gpu_type == ("fast", "slow") and s1.allocation == {"fast": {0: 2}, "slow": {0: 2}}
+    assert s1.n_gpus == 4 and s1.max_gpus == {"fast": 2, "slow": 2}
+    assert pol.seen[4].jobs[0].allocation == {"fast": {1: 2}} and pol.seen[4].jobs[0].gpu_type == "fast"
+
+
+def test_a_restarting_mixed_job_keeps_the_gpus_of_every_type(model):
+    # 5 s restart, 2 s rounds: pinned for the next two rounds whatever the policy says
+    pol = Fixed([{0: {"fast": {0: 2}, "slow": {0: 2}}}, {}, {}, {}])
+    simulate_goodput([_job(0, app="other")], model, pol, cluster=CLUSTER, round_s=2.0, max_hours=0.01)
+    assert [s.jobs[0].pinned for s in pol.seen[:3]] == [False, True, True]
+    assert pol.seen[1].free == {"fast": (2, 4), "slow": (6,)}
+    assert pol.seen[3].jobs[0].allocation and pol.seen[4].jobs[0].allocation == {}  # off once the restart is done
+
+
+def test_a_fixed_batch_policy_may_not_mix_types(model):
+    pol = Fixed([{0: {"fast": {0: 2}, "slow": {0: 2}}}])
+    pol.tune_batch = False
+    with pytest.raises(InvalidOptionError, match="fixed-batch job runs on one type"):
+        simulate_goodput([_job(0)], model, pol, cluster=CLUSTER)
+
+
+def test_mixed_rate_reads_every_profile_for_the_whole_job_and_splits_by_speed(model):
+    # one type: exactly that type's rate
+    assert model.mixed_rate("toy", {"fast": (2,)}, 0) == model.profile("toy", "fast").rate((2,), 0)[0]
+    assert model.mixed_rate("toy", {"fast": (2,), "slow": ()}, 1) == model.profile("toy", "fast").rate((2,), 1)[0]
+    assert model.mixed_rate("toy", {}, 0) == 0.0
+    mixed = model.mixed_rate("toy", {"fast": (2,), "slow": (2,)}, 0)
+    # the slow type's profile is twice as slow: four GPUs with two slow ones beat two fast ones alone only if
+    # the extra GPUs pay for the wider all-reduce; either way below four fast GPUs on two nodes
+    fast4 = model.profile("toy", "fast").rate((2, 2), 0)[0]
+    assert 0 < mixed < fast4
+    # the result is the slow part's pace: no faster than the fast type's profile read at the whole shape
+    assert mixed == model.mixed_rate("toy", {"slow": (2,), "fast": (2,)}, 0)  # order of the parts is immaterial

@@ -362,6 +362,8 @@ class AppProfile:
         #: Sia's 1-GPU "atomic throughput" (its bootstrap ratio): the largest 1-GPU local batch over the
         #: largest 1-GPU step time; 0 without a 1-GPU profile.
         self.atomic_throughput = float(one[0].max() / one[1].max()) if one is not None else 0.0
+        #: GPUs per node of this type as profiled: the most any profiled placement has on one node.
+        self.node_size = max(max(p) for p in self.placements)
         self._interp = None
         self._nd_cache = {}
         self._rate_cache = {}
@@ -653,30 +655,39 @@ class AppProfile:
             job finishes (the end of its last epoch) or cannot run on ``placement``.  The
             batch is chosen again at every epoch boundary.
         """
-        progress = float(progress)
-        left = float(seconds)
-        used = 0.0
-        total = self.total_progress
-        while left > 0 and progress < total:
-            e = self.epoch_of(progress)
-            g = self.rate(placement, e, batch=batch)[0]
-            if g <= 0:
-                break
-            end = float(self.epoch_end[e])
-            need = (end - progress) / g
-            if need > left:
-                progress += g * left
-                used += left
-                break
-            progress = end
-            used += need
-            left -= need
-        return progress, used
+        return _advance(self, lambda e: self.rate(placement, e, batch=batch)[0], progress, seconds)
 
     def time_alone(self, placement, progress=0.0, batch=None):
         """Seconds to finish from ``progress`` on ``placement`` (no restart; inf when it cannot run there)."""
         done, used = self.advance(placement, progress, math.inf, batch)
         return used if done >= self.total_progress else math.inf
+
+
+def _advance(prof, rate_of_epoch, progress, seconds):
+    """``(progress reached, seconds used)`` running ``seconds`` from ``progress`` at ``rate_of_epoch(e)`` per second.
+
+    The epochs and the end are ``prof``'s (an :class:`AppProfile`); the rate is asked again at
+    every epoch boundary; a rate <= 0 stops the run there.
+    """
+    progress = float(progress)
+    left = float(seconds)
+    used = 0.0
+    total = prof.total_progress
+    while left > 0 and progress < total:
+        e = prof.epoch_of(progress)
+        g = rate_of_epoch(e)
+        if g <= 0:
+            break
+        end = float(prof.epoch_end[e])
+        need = (end - progress) / g
+        if need > left:
+            progress += g * left
+            used += left
+            break
+        progress = end
+        used += need
+        left -= need
+    return progress, used
 
 
 class GoodputModel:
@@ -701,6 +712,7 @@ class GoodputModel:
         if len(types) != 1:
             raise InvalidOptionError("every application must be profiled on the same GPU types.")
         self.gpu_types = tuple(sorted(next(iter(types))))
+        self._mixed_cache = {}
 
     @classmethod
     def from_sia(cls, artifacts, types=None, apps=None, slowdown=None, restart=None, max_local=None):
@@ -763,3 +775,91 @@ class GoodputModel:
     def time_alone(self, app, gpu_type, placement):
         """Seconds ``app`` takes from the start on ``placement`` of ``gpu_type`` (restart excluded)."""
         return self.profile(app, gpu_type).time_alone(_placement_iv(placement))
+
+    # -- a job on several GPU types (an assumption, not a measurement: docs/online.md §10.5) -----------
+    def mixed_rate(self, app, parts, epoch):
+        """Progress per second of ``app`` on GPUs of several types at once, under the mixed-rate assumption.
+
+        ``parts`` is ``{gpu_type: placement}`` (GPUs per node of that type's nodes).  One type:
+        exactly :meth:`AppProfile.rate`.  Several: the job is one synchronous data-parallel
+        group over all its GPUs.  The profiles measure one type at a time, so the rate is
+        modelled, not measured (docs/online.md §10.5):
+
+        - every profile is read for the **whole job**: all its ``R`` GPUs on as many nodes as it
+          spans (or as that type needs for ``R`` GPUs, when more), so the all-reduce is priced
+          for the whole job;
+        - for each total batch ``M`` of the executor's grid, each type's GPUs get a per-GPU batch
+          in proportion to their throughput there at the even split ``M / R`` (LB-BSP's rule:
+          the parts then finish their computation together), within each type's memory limit by the fewest common accumulation steps;
+        - one iteration takes the slowest part's ``T + s (T - S)``, the statistical gain is taken
+          at the batch actually run, and the executor keeps the best ``M``.
+
+        Returns 0.0 when no candidate can run (a part outside its profiled hull).
+        """
+        clean = {g: _canon(p) for g, p in parts.items()}
+        clean = {g: p for g, p in clean.items() if p}
+        if not clean:
+            return 0.0
+        if len(clean) == 1:
+            (g, p), = clean.items()
+            return self.profile(app, g).rate(p, epoch)[0]
+        key = (app, tuple(sorted(clean.items())), int(epoch))
+        hit = self._mixed_cache.get(key)
+        if hit is None:
+            hit = self._mixed_cache[key] = self._mixed_rate(app, clean, int(epoch))
+        return hit
+
+    def _mixed_rate(self, app, parts, epoch):
+        types = sorted(parts)
+        profs = [self.profile(app, g) for g in types]
+        ref = profs[0]  # the application's batches, gradient statistics and calibration (the same on every type)
+        whole = _canon(c for g in types for c in parts[g])
+        R = sum(whole)
+        n = np.array([sum(parts[g]) for g in types], dtype=np.float64)
+        # each profile read for all R GPUs on as many nodes as the job spans, or as that type needs for R
+        # GPUs when more (a type of 4-GPU nodes never ran 8 GPUs on one node)
+        shapes = []
+        for pr in profs:
+            nodes = max(len(whole), -(-R // pr.node_size))
+            shapes.append(_canon([R // nodes + (1 if k < R % nodes else 0) for k in range(nodes)]))
+        lim = np.array([pr.memory_limit(sh) for pr, sh in zip(profs, shapes)])
+        lo_b = np.array([pr.min_local_bsz for pr in profs])
+        lo = max(ref.init_batch, float(lo_b.max()) * R)
+        hi = ref.max_batch
+        if lo > hi * (1 + _EPS):
+            return 0.0
+        best = 0.0
+        e = min(max(epoch, 0), ref.max_epochs - 1)
+        for M in np.geomspace(lo, hi, BATCH_CANDIDATES):
+            even = M / R
+            w = np.empty(len(types))
+            for k, pr in enumerate(profs):  # per-GPU throughput of each type on the whole shape, at the even split
+                b = min(max(even, lo_b[k]), lim[k])
+                t = pr._step_times(shapes[k], np.array([b]))[0][0]
+                w[k] = b / t if t > 0 else 0.0
+            if not (w > 0).all():
+                continue
+            local = M * w / float(n @ w)
+            s = max(int(np.max(np.ceil(local / lim - _EPS))) - 1, 0)
+            atomic = np.ceil(local / (s + 1) - _EPS)
+            atomic = np.minimum(np.maximum(atomic, lo_b), np.floor(lim))
+            it = 0.0
+            for k, pr in enumerate(profs):
+                t, sync = pr._step_times(shapes[k], atomic[k:k + 1])
+                t, sync = float(t[0]), float(sync[0])
+                if not (t > 0 and sync >= 0):
+                    it = math.nan
+                    break
+                it = max(it, t + s * max(t - sync, 0.0))
+            if not it > 0:
+                continue
+            total = float(n @ atomic) * (s + 1)
+            g = float(ref._gain(np.array([total]), e)[0]) / it / ref.slowdown
+            if g > best:
+                best = g
+        return best
+
+    def advance_mixed(self, app, parts, progress, seconds):
+        """:meth:`AppProfile.advance` at :meth:`mixed_rate` (the batch chosen again at every epoch)."""
+        ref = self.profile(app, sorted(parts)[0])
+        return _advance(ref, lambda e: self.mixed_rate(app, parts, e), progress, seconds)

@@ -2,8 +2,12 @@
 
 :func:`simulate_goodput` runs a Sia-format workload (:func:`~hetplace.online.goodput.read_sia_workload`)
 on a cluster given as ``{gpu_type: (nodes, GPUs per node)}`` under a policy, round by round, with the
-progress model of :mod:`hetplace.online.goodput`.  A policy places each job on **one GPU type** and
-names how many GPUs it takes on which node of that type: ``{job_id: (gpu_type, {node: n_gpus})}``.
+progress model of :mod:`hetplace.online.goodput`.  A policy places each job on one GPU type and
+names how many GPUs it takes on which node of that type: ``{job_id: (gpu_type, {node: n_gpus})}``;
+a policy that puts a job on **several types** at once (``"smp-mixed"``) gives ``{job_id: {gpu_type:
+{node: n_gpus}, ...}}``, and the job then progresses at
+:meth:`~hetplace.online.goodput.GoodputModel.mixed_rate` (an assumption: the profiles measure one type
+at a time, docs/online.md §10.5).
 The result is an :class:`~hetplace.online.OnlineResult` (JCTs, p99, makespan, GPU-hours, restarts,
 decision times) as in Gavel's world.
 """
@@ -53,10 +57,12 @@ class GoodputJobState:
         knows what a job has done, not how much is left.
     epoch : int
         Epochs completed.
-    gpu_type : str or None
-        Type it ran on in the previous round (None: no GPUs).
+    gpu_type : str, tuple or None
+        Type it ran on in the previous round (None: no GPUs; a sorted tuple of types when it
+        ran on several, see ``allocation``).
     placement : dict
-        ``{node: n_gpus}`` it held in the previous round on ``gpu_type``.
+        ``{node: n_gpus}`` it held in the previous round on ``gpu_type`` (on several types:
+        ``{(gpu_type, node): n_gpus}``).
     attained_service : float
         GPU-seconds received so far (restarts included).
     age : float
@@ -68,6 +74,8 @@ class GoodputJobState:
         GPUs whatever the policy returns (Sia's simulator does the same).
     max_gpus : dict
         ``{gpu_type: the most GPUs it has run on there}`` (types it has run on only).
+    allocation : dict
+        ``{gpu_type: {node: n_gpus}}`` held in the previous round (every type it ran on).
     """
 
     job: GoodputJob
@@ -80,6 +88,7 @@ class GoodputJobState:
     restarts: int
     restart_left: float
     max_gpus: dict
+    allocation: dict = None
 
     @property
     def n_gpus(self):
@@ -181,12 +190,24 @@ def _workload_iv(workload, model):
 class _GRun(_Run):
     """The shared per-job record, plus the goodput world's state."""
 
-    __slots__ = ("gjob", "gtype", "place", "epoch", "max_by_type")
+    __slots__ = ("gjob", "gtype", "place", "epoch", "max_by_type", "alloc")
 
     def __init__(self, gjob, total):
         super().__init__(_Record(gjob.job_id, gjob.app, gjob.arrival, gjob.num_replicas, total, gjob.name,
                                  gjob.batch_size))
         self.gjob, self.gtype, self.place, self.epoch, self.max_by_type = gjob, None, {}, 0, {}
+        self.alloc = {}  # {gpu_type: {node: n}}: gtype and place are its one-type view
+
+    def set_alloc(self, alloc):
+        """Hold ``alloc`` (``{gpu_type: {node: n}}``, possibly empty); ``gtype``/``place`` follow."""
+        self.alloc = {g: dict(p) for g, p in alloc.items() if p}
+        if not self.alloc:
+            self.gtype, self.place = None, {}
+        elif len(self.alloc) == 1:
+            (self.gtype, self.place), = self.alloc.items()
+        else:
+            self.gtype = tuple(sorted(self.alloc))
+            self.place = {(g, k): n for g in self.gtype for k, n in sorted(self.alloc[g].items())}
 
     @property
     def pinned(self):
@@ -195,11 +216,15 @@ class _GRun(_Run):
 
     def gstate(self, now):
         return GoodputJobState(self.gjob, self.done, self.epoch, self.gtype, dict(self.place), self.attained,
-                               now - self.gjob.arrival, self.restarts, self.restart_left, dict(self.max_by_type))
+                               now - self.gjob.arrival, self.restarts, self.restart_left, dict(self.max_by_type),
+                               {g: dict(p) for g, p in self.alloc.items()})
 
 
 def _check_decision(decision, name, active, cluster, free0):
-    """``{job_id: (type, {node: n})}`` of the policy's output, checked; pinned jobs are left to the caller."""
+    """``{job_id: {type: {node: n}}}`` of the policy's output, checked; pinned jobs are left to the caller.
+
+    A value is ``(gpu_type, {node: n})`` (one type) or ``{gpu_type: {node: n}, ...}`` (several).
+    """
     if not isinstance(decision, Mapping):
         raise InvalidOptionError(
             f"policy {name!r} returned {type(decision).__name__}; decide() must return a dict "
@@ -214,35 +239,54 @@ def _check_decision(decision, name, active, cluster, free0):
                 "to the job ids of state.jobs.")
         if run.pinned:
             continue  # a restarting job keeps its GPUs
-        if alloc is None or alloc == ():
+        if alloc is None or alloc == () or (isinstance(alloc, Mapping) and not alloc):
             continue
-        if not (isinstance(alloc, Sequence) and len(alloc) == 2 and isinstance(alloc[1], Mapping)):
-            raise InvalidOptionError(
-                f"policy {name!r} gave job {jid} {alloc!r}; each value must be (gpu_type, {{node: n_gpus}}).")
-        g, nodes = alloc
-        if g not in cluster:
-            raise InvalidOptionError(
-                f"policy {name!r} gave job {jid} GPUs of type {g!r}, which the cluster does not have "
-                f"({', '.join(cluster)}).")
-        clean = {}
-        for k, n in nodes.items():
-            if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 0 <= k < cluster[g][0]:
+        if isinstance(alloc, Mapping):
+            parts = list(alloc.items())
+            if not all(isinstance(v, Mapping) for _, v in parts):
                 raise InvalidOptionError(
-                    f"policy {name!r} named node {k!r} of type {g!r} for job {jid}; nodes are 0..{cluster[g][0] - 1}.")
-            if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
+                    f"policy {name!r} gave job {jid} {alloc!r}; a job on several types takes "
+                    "{gpu_type: {node: n_gpus}, ...}.")
+        elif isinstance(alloc, Sequence) and len(alloc) == 2 and isinstance(alloc[1], Mapping):
+            parts = [tuple(alloc)]
+        else:
+            raise InvalidOptionError(
+                f"policy {name!r} gave job {jid} {alloc!r}; each value must be (gpu_type, {{node: n_gpus}}) or, "
+                "on several types, {gpu_type: {node: n_gpus}}.")
+        got = {}
+        for g, nodes in parts:
+            if g not in cluster:
                 raise InvalidOptionError(
-                    f"policy {name!r} gave job {jid} {n!r} GPUs on node {k} of type {g!r}; counts must be whole "
-                    "numbers >= 0.")
-            if n:
-                if n > free[g][k]:
+                    f"policy {name!r} gave job {jid} GPUs of type {g!r}, which the cluster does not have "
+                    f"({', '.join(cluster)}).")
+            clean = {}
+            for k, n in nodes.items():
+                if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 0 <= k < cluster[g][0]:
                     raise InvalidOptionError(
-                        f"policy {name!r} put {n} GPUs of job {jid} on node {k} of type {g!r}, which has "
-                        f"{free[g][k]} free this round (nodes hold {cluster[g][1]}; restarting jobs keep theirs).")
-                free[g][k] -= int(n)
-                clean[int(k)] = int(n)
-        if clean:
-            out[jid] = (g, clean)
+                        f"policy {name!r} named node {k!r} of type {g!r} for job {jid}; nodes are "
+                        f"0..{cluster[g][0] - 1}.")
+                if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
+                    raise InvalidOptionError(
+                        f"policy {name!r} gave job {jid} {n!r} GPUs on node {k} of type {g!r}; counts must be whole "
+                        "numbers >= 0.")
+                if n:
+                    if n > free[g][k]:
+                        raise InvalidOptionError(
+                            f"policy {name!r} put {n} GPUs of job {jid} on node {k} of type {g!r}, which has "
+                            f"{free[g][k]} free this round (nodes hold {cluster[g][1]}; restarting jobs keep "
+                            "theirs).")
+                    free[g][k] -= int(n)
+                    clean[int(k)] = int(n)
+            if clean:
+                got[g] = clean
+        if got:
+            out[jid] = got
     return out
+
+
+def _alloc_shape(alloc):
+    """``{type: shape}`` of an allocation ``{type: {node: n}}``: what a restart is judged on."""
+    return {g: _shape(p) for g, p in alloc.items() if p}
 
 
 def simulate_goodput(workload, model, policy, cluster=None, round_s=ROUND_S, seed=0, decision_limit=DECISION_LIMIT_S,
@@ -334,46 +378,56 @@ def simulate_goodput(workload, model, policy, cluster=None, round_s=ROUND_S, see
         free = {g: [m] * n for g, (n, m) in cluster.items()}
         for r in active.values():
             if r.pinned:
-                for k, c in r.place.items():
-                    free[r.gtype][k] -= c
+                for g, place in r.alloc.items():
+                    for k, c in place.items():
+                        free[g][k] -= c
         state = GoodputState(t, round_s, dict(cluster), tuple(r.gstate(t) for r in active.values()), model, rnd,
                              tuple(finished), {g: tuple(f) for g, f in free.items()})
         finished = []
         decision, dt, slow = _timed_decide(policy, state, rnd, decision_limit, slow)
         decision = _check_decision(decision, name, active, cluster, free)
+        if not tune and any(len(a) > 1 for a in decision.values()):
+            raise InvalidOptionError(
+                f"policy {name!r} runs jobs at their trace batch (tune_batch=False) and put a job on several GPU "
+                "types; a fixed-batch job runs on one type.")
         busy, running, advanced = 0.0, 0, False
         done_now = []
         for jid, run in active.items():
             if not run.pinned:  # pinned jobs keep theirs
-                g, place = decision.get(jid, (None, {}))
-                if (g, _shape(place)) == (run.gtype, _shape(run.place)):
-                    run.place = dict(place)  # the same shape on other nodes: no restart (Sia's simulator)
+                alloc = decision.get(jid, {})
+                if _alloc_shape(alloc) == _alloc_shape(run.alloc):
+                    run.set_alloc(alloc)  # the same shape on other nodes: no restart (Sia's simulator)
                 else:
-                    if place:
-                        prof = model.profile(run.gjob.app, g)
+                    if alloc:
                         if math.isfinite(run.start):
                             run.restarts += 1
                         else:
                             run.start = t
-                        run.restart_left = prof.restart_s
+                        run.restart_left = max(model.profile(run.gjob.app, g).restart_s for g in alloc)
                     else:
                         run.restart_left = 0.0
-                    run.gtype, run.place = (g, dict(place)) if place else (None, {})
+                    run.set_alloc(alloc)
             held = round_s
-            if run.place:
+            if run.alloc:
                 running += 1
-                n = sum(run.place.values())
+                n = sum(sum(p.values()) for p in run.alloc.values())
                 run.max_gpus = max(run.max_gpus, n)
-                run.max_by_type[run.gtype] = max(run.max_by_type.get(run.gtype, 0), n)
-                run.types.add(run.gtype)
-                prof = model.profile(run.gjob.app, run.gtype)
+                for g, p in run.alloc.items():
+                    run.max_by_type[g] = max(run.max_by_type.get(g, 0), sum(p.values()))
+                    run.types.add(g)
                 use = min(run.restart_left, round_s)
                 run.restart_left -= use
                 run.restart_seconds += n * use
                 before = run.done
-                placement = tuple(run.place[k] for k in sorted(run.place))
-                run.done, used = prof.advance(placement, run.done, round_s - use,
-                                              None if tune else run.gjob.batch_size)
+                if len(run.alloc) == 1:
+                    prof = model.profile(run.gjob.app, run.gtype)
+                    placement = tuple(run.place[k] for k in sorted(run.place))
+                    run.done, used = prof.advance(placement, run.done, round_s - use,
+                                                  None if tune else run.gjob.batch_size)
+                else:
+                    prof = model.profile(run.gjob.app, run.gtype[0])  # the epochs are the application's
+                    parts = {g: tuple(p[k] for k in sorted(p)) for g, p in run.alloc.items()}
+                    run.done, used = model.advance_mixed(run.gjob.app, parts, run.done, round_s - use)
                 run.epoch = prof.epoch_of(run.done)
                 advanced = advanced or run.done > before or use > 0
                 if run.done >= prof.total_progress:
@@ -384,13 +438,14 @@ def simulate_goodput(workload, model, policy, cluster=None, round_s=ROUND_S, see
                 run.attained += n * held
                 run.gpu_seconds += n * held
                 busy += n * held
-                run.rounds_on[run.gtype] = run.rounds_on.get(run.gtype, 0) + 1
+                for g in run.alloc:
+                    run.rounds_on[g] = run.rounds_on.get(g, 0) + 1
             run.active_n_time += len(active) * held
             run.active_time += held
         for jid in done_now:
             run = active.pop(jid)
             finished.append(run.gstate(run.finish))
-            run.place, run.gtype = {}, None
+            run.set_alloc({})
             left -= 1
         rounds["time"].append(t)
         rounds["busy"].append(busy / (K * round_s))
@@ -401,7 +456,7 @@ def simulate_goodput(workload, model, policy, cluster=None, round_s=ROUND_S, see
         still = still + 1 if (not advanced and waiting) else 0
         if still >= STALL_ROUNDS:
             status = "stalled"
-            stalled = {jid: ("no GPUs" if not r.place else f"no progress on {r.gtype} {r.place}")
+            stalled = {jid: ("no GPUs" if not r.alloc else f"no progress on {r.alloc}")
                        for jid, r in active.items()}
             break
         t += round_s
