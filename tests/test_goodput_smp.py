@@ -53,7 +53,8 @@ class Spy:
     def decide(self, state):
         d = self.inner.decide(state)
         self.states.append(state)
-        self.decisions.append({k: (g, dict(p)) for k, (g, p) in d.items()})
+        self.decisions.append({k: ({g: dict(p) for g, p in a.items()} if isinstance(a, dict) else (a[0], dict(a[1])))
+                               for k, a in d.items()})
         return d
 
 
@@ -85,7 +86,7 @@ def test_no_goodput_policy_reads_a_running_jobs_length(short_and_long, name):
     first = next(k for k, s in enumerate(spies[0].states) if s.finished)
     assert first > 3
     assert spies[0].decisions[:first] == spies[1].decisions[:first]
-    if name == "smp":
+    if name in ("smp", "smp-mixed"):
         assert spies[0].decisions != spies[1].decisions  # and the lengths do matter once one is known
 
 
@@ -160,3 +161,78 @@ def test_values_price_the_restart_and_the_preemption(model):
 def test_smp_options_are_checked(kwargs, match):
     with pytest.raises(InvalidOptionError, match=match):
         make_goodput_policy("smp", **kwargs)
+
+
+# -- the mixed-type variant (docs/online.md §10.5) -----------------------------------------------------------
+
+def test_mixed_configs_are_sias_then_pairs_on_two_types():
+    from hetplace.online.goodput_smp import mixed_configs
+
+    cluster = {"a": (2, 4), "b": (1, 8), "c": (1, 2)}
+    single = sia_configs(cluster)
+    out = mixed_configs(cluster)
+    assert out[: len(single)] == single
+    pairs = out[len(single):]
+    expect = {tuple(sorted((x, y))) for x in single for y in single if x[0] != y[0] and x[1] + y[1] <= 64}
+    assert set(pairs) == expect and len(pairs) == len(expect)
+    assert all(p == tuple(sorted(p)) and p[0][0] != p[1][0] for p in pairs)
+    assert all(max(n for _, n in p) <= 2 for p in mixed_configs(cluster, max_part=2)[len(single):])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_programme_over_several_types_matches_brute_force(seed):
+    import itertools
+
+    from hetplace.online.goodput_configs import solve_sia_program
+
+    rng = np.random.default_rng(seed)
+    configs = [("a", 1), ("a", 2), ("b", 1), (("a", 1), ("b", 1)), (("a", 2), ("b", 2))]
+    usage = [{"a": 1}, {"a": 2}, {"b": 1}, {"a": 1, "b": 1}, {"a": 2, "b": 2}]
+    cap = {"a": 3, "b": 2}
+    coef = np.round(rng.uniform(0, 10, (3, len(configs))) * (rng.random((3, len(configs))) > 0.2), 2)
+    pick = solve_sia_program(coef, configs, cap, 0.0, 1.0, usage=usage)
+
+    def value(ch):
+        used = {g: sum(usage[k].get(g, 0) for k in ch if k >= 0) for g in cap}
+        if any(used[g] > cap[g] for g in cap) or any(k >= 0 and coef[i, k] <= 0 for i, k in enumerate(ch)):
+            return -1
+        return sum(round(100 * coef[i, k]) for i, k in enumerate(ch) if k >= 0)
+
+    best = max(value(ch) for ch in itertools.product(range(-1, len(configs)), repeat=3))
+    assert value(pick) == best
+
+
+def test_smp_mixed_places_jobs_on_two_types_only_when_known(model, monkeypatch):
+    from hetplace.online.goodput_smp import SmpMixedGoodputPolicy
+
+    assert isinstance(make_goodput_policy("smp-mixed"), SmpMixedGoodputPolicy)
+    # a world where two types together are worth more than the sum of their parts, so that pairs are taken
+    one = model.mixed_rate
+
+    def generous(app, parts, epoch):
+        parts = {g: p for g, p in parts.items() if sum(p)}
+        return one(app, parts, epoch) if len(parts) < 2 else 1.5 * sum(one(app, {g: p}, epoch)
+                                                                      for g, p in parts.items())
+    monkeypatch.setattr(model, "mixed_rate", generous)
+    monkeypatch.setattr(model, "_mixed_cache", {})
+    jobs = _workload()
+    spy = Spy(make_goodput_policy("smp-mixed"))
+    r = simulate_goodput(jobs, model, spy, cluster=CLUSTER, seed=2)
+    again = simulate_goodput(jobs, model, make_goodput_policy("smp-mixed"), cluster=CLUSTER, seed=2)
+    assert r.status == "complete" and np.array_equal(r.jobs["finish"], again.jobs["finish"])
+    assert (r.rounds["busy"] <= 1 + 1e-12).all()
+    for st, d in zip(spy.states, spy.decisions):
+        for jid, a in d.items():
+            if isinstance(a, dict) and len(a) > 1:
+                js = next(j for j in st.jobs if j.job.job_id == jid)
+                if not js.pinned:  # a pair is offered only on types some job of its model has run on
+                    known = {g for s in spy.states[: spy.states.index(st) + 1] for j in s.jobs + s.finished
+                             if j.job.app == js.job.app for g in j.max_gpus}
+                    assert set(a) <= known
+    assert sum(isinstance(a, dict) and len(a) > 1 for d in spy.decisions for a in d.values()) > 10
+    assert any("+" in t for t in r.jobs["types"])
+
+
+def test_smp_mixed_options_are_checked():
+    with pytest.raises(InvalidOptionError, match="max_part"):
+        make_goodput_policy("smp-mixed", max_part=0)

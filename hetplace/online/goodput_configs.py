@@ -92,27 +92,40 @@ def place_counts(counts, cluster, free):
     return out
 
 
-def solve_sia_program(coef, configs, cap, lambda_n, p, seed=0, time_limit=None):
+def solve_sia_program(coef, configs, cap, lambda_n, p, seed=0, time_limit=None, usage=None):
     """Sia's integer programme, exactly: the configuration index of each job (-1: none).
 
     With ``p < 0`` minimise ``sum_{i,k} coef[i, k] x[i, k] + lambda_n (jobs - sum x)``, with
     ``p > 0`` maximise it; at most one configuration per job; per type, the GPUs of the chosen
     configurations within ``cap[type]``.  Coefficients are taken to two decimals (Sia rounds
     them so) and solved as integers with OR-Tools CP-SAT, single-threaded and seeded.
+
+    ``usage``: the GPUs each configuration takes per type, ``[{gpu_type: n}]`` (configurations
+    over several types); default ``{configs[k][0]: configs[k][1]}``.  With ``usage`` given
+    (``p > 0`` only), options of coefficient <= 0 are left out of the programme.
     """
     from ortools.sat.python import cp_model
 
     n, kk = coef.shape
+    sparse = usage is not None
+    if usage is None:
+        usage = [{g: c} for g, c in configs]
+    elif p < 0:
+        raise ValueError("usage is for maximising programmes (p > 0)")
     m = cp_model.CpModel()
-    x = [[m.new_bool_var(f"x{i}_{k}") for k in range(kk)] for i in range(n)]
+    x = [[m.new_bool_var(f"x{i}_{k}") if not sparse or coef[i, k] > 0 else None for k in range(kk)]
+         for i in range(n)]
     for i in range(n):
-        m.add(sum(x[i]) <= 1)
+        row = [v for v in x[i] if v is not None]
+        if row:
+            m.add(sum(row) <= 1)
     for g, c in cap.items():
-        ks = [k for k, (h, _) in enumerate(configs) if h == g]
-        if ks:
-            m.add(sum(configs[k][1] * x[i][k] for i in range(n) for k in ks) <= int(c))
+        terms = [usage[k][g] * x[i][k] for i in range(n) for k in range(kk) if g in usage[k] and x[i][k] is not None]
+        if terms:
+            m.add(sum(terms) <= int(c))
     lam = int(round(100 * lambda_n))
-    obj = sum((int(round(100 * coef[i, k])) - lam) * x[i][k] for i in range(n) for k in range(kk))
+    obj = sum((int(round(100 * coef[i, k])) - lam) * x[i][k] for i in range(n) for k in range(kk)
+              if x[i][k] is not None)
     if p < 0:
         m.minimize(obj)
     else:
@@ -125,4 +138,4 @@ def solve_sia_program(coef, configs, cap, lambda_n, p, seed=0, time_limit=None):
     status = solver.solve(m)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return [-1] * n
-    return [next((k for k in range(kk) if solver.value(x[i][k])), -1) for i in range(n)]
+    return [next((k for k in range(kk) if x[i][k] is not None and solver.value(x[i][k])), -1) for i in range(n)]

@@ -357,9 +357,15 @@ def _smp(**options):
     return SmpGoodputPolicy(**options)
 
 
+def _smp_mixed(**options):
+    from .goodput_smp import SmpMixedGoodputPolicy
+
+    return SmpMixedGoodputPolicy(**options)
+
+
 _pollux.round_s = 60.0
 GOODPUT_POLICIES = {"smp": _smp, "sia": SiaGoodputPolicy, "pollux": _pollux, "gavel-mst": GavelGoodputPolicy,
-                    "fifo": FifoGoodputPolicy}
+                    "fifo": FifoGoodputPolicy, "smp-mixed": _smp_mixed}
 
 
 def goodput_policy_names():

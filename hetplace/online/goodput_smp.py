@@ -22,7 +22,7 @@ from .._validation import check_positive_int, check_seed, is_real_scalar
 from ..errors import InvalidOptionError
 from .goodput_configs import _shape_for, place_counts, sia_configs, solve_sia_program
 
-__all__ = ["SmpGoodputPolicy"]
+__all__ = ["SmpGoodputPolicy", "SmpMixedGoodputPolicy", "mixed_configs"]
 
 
 class SmpGoodputPolicy:
@@ -149,10 +149,10 @@ class SmpGoodputPolicy:
         if not (r > 0).any():
             return r
         app = js.job.app
-        single = float(r[[k for k, (_, n) in enumerate(configs) if n == 1]].max())
+        single = float(r[[k for k, c in enumerate(configs) if _parts(c) == ((c[0], 1),)]].max())
         R = max(self.remaining(js, single if single > 0 else float(r.max())), 1e-9)
-        cur = (js.gpu_type, js.n_gpus) if js.placement else None
-        D = np.array([0.0 if c == cur else state.model.profile(app, c[0]).restart_s for c in configs])
+        cur = _current(js)
+        D = np.array([0.0 if c == cur else _restart_s(state.model, app, c) for c in configs])
         with np.errstate(divide="ignore"):
             H = np.minimum(np.where(r > 0, R / np.where(r > 0, r, 1.0), 0.0), self.horizon_s)
         v = np.where(r > 0, r * H / np.maximum(H + D, 1e-300), 0.0)
@@ -162,7 +162,7 @@ class SmpGoodputPolicy:
         v = v / top
         kc = configs.index(cur) if cur in configs else -1
         if kc >= 0 and v[kc] > 0:
-            d = state.model.profile(app, cur[0]).restart_s
+            d = _restart_s(state.model, app, cur)
             f = 1.0 if js.age < d else max(js.age - js.restarts * d, 0.0) / (js.age + d)
             keep = v[kc]
             v = v * f
@@ -193,4 +193,115 @@ class SmpGoodputPolicy:
                 counts = [(js.job.job_id,) + configs[k] for i, (js, k) in enumerate(zip(jobs, pick))
                           if k >= 0 and v[i, k] > 0]
                 out.update(place_counts(counts, state.cluster, state.free))
+        return out
+
+
+def _parts(config):
+    """A configuration as its parts: ``(type, n)`` -> ``((type, n),)``; a mixed one is already a tuple of parts."""
+    return config if isinstance(config[0], tuple) else (config,)
+
+
+def _current(js):
+    """The configuration job state ``js`` holds: ``(type, n)``, a sorted tuple of parts, or None."""
+    alloc = js.allocation
+    if alloc is None:  # a state made by hand, without the allocation field
+        return (js.gpu_type, js.n_gpus) if js.placement else None
+    parts = tuple(sorted((g, sum(p.values())) for g, p in alloc.items() if p))
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else parts
+
+
+def _restart_s(model, app, config):
+    """Checkpoint-restore seconds of ``app`` on ``config`` (the longest of its types')."""
+    return max(model.profile(app, g).restart_s for g, _ in _parts(config))
+
+
+def mixed_configs(cluster, max_part=None):
+    """Sia's configurations, then every pair of them on two different types (sorted parts), at most 64 GPUs.
+
+    ``max_part``: the largest part of a pair (default: any configuration).
+    """
+    single = sia_configs(cluster)
+    pairs = []
+    for a in range(len(single)):
+        for b in range(a + 1, len(single)):
+            (g, n), (h, m) = single[a], single[b]
+            if g != h and n + m <= 64 and (max_part is None or max(n, m) <= max_part):
+                pairs.append(tuple(sorted((single[a], single[b]))))
+    return single + pairs
+
+
+class SmpMixedGoodputPolicy(SmpGoodputPolicy):
+    """:class:`SmpGoodputPolicy` that may also put a job on **two GPU types** at once (docs/online.md §10.5).
+
+    Its options are Sia's configurations and every pair of them on two different types (at most
+    64 GPUs).  A pair's goodput is :meth:`~hetplace.online.goodput.GoodputModel.mixed_rate`, the
+    stated mixed-rate assumption (the profiles measure one type at a time), offered only once
+    the job's model has run on both types and each part within Sia's growth cap; its restart
+    delay is the longer of its types'.  Values, learning and the exact assignment are the
+    parent's; a configuration's GPUs count against each of its types' capacity.  A pair whose
+    parts cannot both be placed on nodes this round is left out (its GPUs stay free).
+
+    Parameters
+    ----------
+    max_part : int or None
+        The largest part of a pair (default None: any configuration).
+    **options
+        As :class:`SmpGoodputPolicy`.
+    """
+
+    name = "smp-mixed"
+    label = "SMP-goodput, mixed types (ours; assumed mixed rates)"
+
+    def __init__(self, max_part=None, **options):
+        self.max_part = None if max_part is None else check_positive_int("max_part", max_part, allow_none=False)
+        super().__init__(**options)
+
+    def rates(self, js, state, configs):
+        single = [k for k, c in enumerate(configs) if not isinstance(c[0], tuple)]
+        out = np.zeros(len(configs))
+        out[single] = super().rates(js, state, [configs[k] for k in single])
+        kn = self._known.get(js.job.app if self.pooled else js.job.job_id, {})
+        if not kn:
+            return out
+        lim = max(2 * max(kn.values()), 1)
+        model, cluster, app = state.model, state.cluster, js.job.app
+        for k, c in enumerate(configs):
+            if not isinstance(c[0], tuple):
+                continue
+            if any(g not in kn or n > lim or n > model.profile(app, g).max_batch // model.profile(app, g).min_local_bsz
+                   for g, n in c):
+                continue
+            out[k] = model.mixed_rate(app, {g: _shape_for(n, cluster[g][1]) for g, n in c}, js.epoch)
+        return out
+
+    def decide(self, state):
+        self._learn(state)
+        configs = mixed_configs(state.cluster, self.max_part)
+        usage = [dict(_parts(c)) for c in configs]
+        cap = {g: sum(state.free[g]) for g in state.cluster}
+        out, jobs, rows = {}, [], []
+        for js in state.jobs:
+            if js.pinned:  # a restart under way keeps its GPUs
+                out[js.job.job_id] = {g: dict(p) for g, p in js.allocation.items()}
+                continue
+            jobs.append(js)
+            rows.append(self.values(js, state, configs))
+        if jobs:
+            v = np.array(rows)
+            top = float(v.max())
+            if top > 0:
+                coef = np.round(v * (1000.0 / top), 2)
+                pick = solve_sia_program(coef, configs, cap, 0.0, 1.0, self.seed, self.time_limit, usage=usage)
+                counts, want = [], {}
+                for i, (js, k) in enumerate(zip(jobs, pick)):
+                    if k >= 0 and v[i, k] > 0:
+                        jid = js.job.job_id
+                        want[jid] = _parts(configs[k])
+                        counts += [((jid, g), g, n) for g, n in want[jid]]
+                placed = place_counts(counts, state.cluster, state.free)
+                for jid, parts in want.items():
+                    if all((jid, g) in placed for g, _ in parts):
+                        out[jid] = {g: placed[(jid, g)][1] for g, _ in parts}
         return out
