@@ -175,12 +175,12 @@ class SmpGoodputPolicy:
 
     def decide(self, state):
         self._learn(state)
-        configs = sia_configs(state.cluster)
+        configs = self._configs(state.cluster)
         cap = {g: sum(state.free[g]) for g in state.cluster}
         out, jobs, rows = {}, [], []
         for js in state.jobs:
             if js.pinned:  # a restart under way keeps its GPUs
-                out[js.job.job_id] = (js.gpu_type, dict(js.placement))
+                out[js.job.job_id] = self._hold(js)
                 continue
             jobs.append(js)
             rows.append(self.values(js, state, configs))
@@ -189,12 +189,25 @@ class SmpGoodputPolicy:
             top = float(v.max())
             if top > 0:
                 coef = np.round(v * (1000.0 / top), 2)
-                pick = solve_sia_program(coef, configs, cap, 0.0, 1.0, self.seed, self.time_limit)
-                counts = [(js.job.job_id,) + configs[k] for i, (js, k) in enumerate(zip(jobs, pick))
+                pick = solve_sia_program(coef, configs, cap, 0.0, 1.0, self.seed, self.time_limit,
+                                         usage=self._usage(configs))
+                chosen = [(js.job.job_id, configs[k]) for i, (js, k) in enumerate(zip(jobs, pick))
                           if k >= 0 and v[i, k] > 0]
-                out.update(place_counts(counts, state.cluster, state.free))
+                out.update(self._place(chosen, state))
         return out
 
+    # -- what the mixed-type variant changes --------------------------------------------------------------
+    def _configs(self, cluster):
+        return sia_configs(cluster)
+
+    def _usage(self, configs):
+        return None  # one type per configuration
+
+    def _hold(self, js):
+        return (js.gpu_type, dict(js.placement))
+
+    def _place(self, chosen, state):
+        return place_counts([(jid,) + c for jid, c in chosen], state.cluster, state.free)
 
 def _parts(config):
     """A configuration as its parts: ``(type, n)`` -> ``((type, n),)``; a mixed one is already a tuple of parts."""
@@ -276,32 +289,17 @@ class SmpMixedGoodputPolicy(SmpGoodputPolicy):
             out[k] = model.mixed_rate(app, {g: _shape_for(n, cluster[g][1]) for g, n in c}, js.epoch)
         return out
 
-    def decide(self, state):
-        self._learn(state)
-        configs = mixed_configs(state.cluster, self.max_part)
-        usage = [dict(_parts(c)) for c in configs]
-        cap = {g: sum(state.free[g]) for g in state.cluster}
-        out, jobs, rows = {}, [], []
-        for js in state.jobs:
-            if js.pinned:  # a restart under way keeps its GPUs
-                out[js.job.job_id] = {g: dict(p) for g, p in js.allocation.items()}
-                continue
-            jobs.append(js)
-            rows.append(self.values(js, state, configs))
-        if jobs:
-            v = np.array(rows)
-            top = float(v.max())
-            if top > 0:
-                coef = np.round(v * (1000.0 / top), 2)
-                pick = solve_sia_program(coef, configs, cap, 0.0, 1.0, self.seed, self.time_limit, usage=usage)
-                counts, want = [], {}
-                for i, (js, k) in enumerate(zip(jobs, pick)):
-                    if k >= 0 and v[i, k] > 0:
-                        jid = js.job.job_id
-                        want[jid] = _parts(configs[k])
-                        counts += [((jid, g), g, n) for g, n in want[jid]]
-                placed = place_counts(counts, state.cluster, state.free)
-                for jid, parts in want.items():
-                    if all((jid, g) in placed for g, _ in parts):
-                        out[jid] = {g: placed[(jid, g)][1] for g, _ in parts}
-        return out
+    def _configs(self, cluster):
+        return mixed_configs(cluster, self.max_part)
+
+    def _usage(self, configs):
+        return [dict(_parts(c)) for c in configs]
+
+    def _hold(self, js):
+        return {g: dict(p) for g, p in js.allocation.items()}
+
+    def _place(self, chosen, state):
+        counts = [((jid, g), g, n) for jid, c in chosen for g, n in _parts(c)]
+        placed = place_counts(counts, state.cluster, state.free)
+        return {jid: {g: placed[(jid, g)][1] for g, _ in _parts(c)} for jid, c in chosen
+                if all((jid, g) in placed for g, _ in _parts(c))}
