@@ -49,6 +49,7 @@ def test_the_table_pools_as_sias_statistics_script(artifact):
         pooled = np.sort(np.concatenate(jct)) / 3600
         assert row.n_jobs == 12 and row.n_unfinished == 0 and row.n_workloads == 2
         assert 0 < row.sim_s_median <= row.sim_s_max < 600  # each workload's simulation timed in its worker
+        assert 0 < row.sim_cpu_s < 1200
         assert row.avg_jct_h == pytest.approx(pooled.mean())
         assert row.avg_jct_std_h == pytest.approx(np.std([j.mean() / 3600 for j in jct]))
         assert row.p99_h == pytest.approx(pooled[math.floor(0.99 * pooled.size)])
