@@ -12,6 +12,10 @@ model has run on, or at most twice that count (Sia's growth rule, pooled over th
 model), the other types projected by their 1-GPU throughput ratio as Sia's bootstrap does; the
 lengths of the jobs that have *finished*; each model's measured checkpoint-restore delay.  It
 never reads a running job's length.
+
+:class:`SmpMixedGoodputPolicy` (``"smp-mixed"``) may also put a job on two GPU types at once, at
+the stated mixed-rate assumption of :meth:`~hetplace.online.goodput.GoodputModel.mixed_rate`
+(docs/online.md §10.5).
 """
 
 import math
@@ -208,6 +212,7 @@ class SmpGoodputPolicy:
 
     def _place(self, chosen, state):
         return place_counts([(jid,) + c for jid, c in chosen], state.cluster, state.free)
+
 
 def _parts(config):
     """A configuration as its parts: ``(type, n)`` -> ``((type, n),)``; a mixed one is already a tuple of parts."""
