@@ -606,3 +606,16 @@ def test_mixed_rate_reads_every_profile_for_the_whole_job_and_splits_by_speed(mo
     assert 0 < mixed < fast4
     # the result is the slow part's pace: no faster than the fast type's profile read at the whole shape
     assert mixed == model.mixed_rate("toy", {"slow": (2,), "fast": (2,)}, 0)  # order of the parts is immaterial
+
+
+@pytest.mark.parametrize("parts, match", [
+    ([("fast", (2,))], "parts must be a dict"),
+    ({"tpu": (2,)}, "GPU type 'tpu'"),
+    ({"fast": 2}, r"parts\['fast'\] must be a sequence"),
+    ({"fast": (2.5,)}, r"parts\['fast'\] must hold whole numbers"),
+    ({"fast": (-1, 2)}, r"parts\['fast'\] must hold whole numbers"),
+])
+def test_mixed_rate_names_a_bad_part(model, parts, match):
+    with pytest.raises(InvalidOptionError, match=match):
+        model.mixed_rate("toy", parts, 0)
+    assert model.mixed_rate("toy", {"fast": (0, 0), "slow": ()}, 0) == 0.0

@@ -54,6 +54,7 @@ step times.
 
 import csv
 import math
+import numbers
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -796,8 +797,16 @@ class GoodputModel:
 
         Returns 0.0 when no candidate can run (a part outside its profiled hull).
         """
-        clean = {g: _canon(p) for g, p in parts.items()}
-        clean = {g: p for g, p in clean.items() if p}
+        if not isinstance(parts, Mapping):
+            raise InvalidOptionError(f"parts must be a dict {{gpu_type: placement}}, e.g. {{'t4': (4,)}}; got {parts!r}.")
+        clean = {}
+        for g, p in parts.items():
+            self.profile(app, g)  # names the application or type that is not profiled
+            if isinstance(p, (str, bytes)) or not hasattr(p, "__iter__"):
+                raise InvalidOptionError(f"parts[{g!r}] must be a sequence of GPUs per node, e.g. (4, 4); got {p!r}.")
+            p = tuple(p)
+            if p and not all(isinstance(x, numbers.Number) and x == 0 for x in p):  # a type with no GPUs: left out
+                clean[g] = _placement_iv(p, f"parts[{g!r}]")
         if not clean:
             return 0.0
         if len(clean) == 1:
