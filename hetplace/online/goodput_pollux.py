@@ -63,10 +63,9 @@ class PolluxGoodputPolicy:
     (least attained service, arrival) order; mutation resets a row to the current allocation or
     zeroes parts of it (probability 0.1 each) and adds replicas where GPUs are free; repair
     allows one distributed job per virtual node, caps each job's replicas, and fills virtual
-    nodes in job order.  Pollux's search is NSGA-II over this fitness and a cluster-utility
-    objective, keeping the solution of the best power mean; this one is a single-objective
-    genetic search of the same fitness with the same operators, elitist, seeded each round with
-    the previous round's population; it runs in a Numba kernel (:mod:`hetplace._core._pollux_nb`,
+    nodes in job order.  The search is Pollux's NSGA-II over this fitness and a cluster-utility
+    objective (population 100, 100 generations), keeping the solution of the best power mean,
+    seeded each round with the previous round's last front; it runs in a Numba kernel (:mod:`hetplace._core._pollux_nb`,
     counter-based random draws: the same search compiled or as plain Python).  A job is then cut back to the GPUs of the type holding most
     of its replicas (ties: :data:`TYPE_PREFERENCE`).
     """
