@@ -9,6 +9,10 @@ max-sum-throughput and the Sia-like programme; the same runs on the flat 36:36:3
 them (``--no-flat`` skips those).  Prints one markdown row per (rate, policy): average JCT over
 the measured jobs (hours) with nodes and flat, restarts per job, and the decision time per round
 (median and p95, milliseconds) with nodes.
+
+``--rack-size R --rack-bandwidth B``: the servers of each type in racks of ``R`` (consecutive
+servers of one type), ``B`` bytes/s between the servers of a rack, 10 Gbit/s between racks
+(docs/online.md §8.1).
 """
 
 import argparse
@@ -32,7 +36,18 @@ def main(argv=None):
     ap.add_argument("--policies", nargs="+", default=list(POLICIES))
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-flat", action="store_true")
+    ap.add_argument("--rack-size", type=int, default=None, help="servers per rack (one type each)")
+    ap.add_argument("--rack-bandwidth", type=float, default=5e9, help="bytes/s between the servers of a rack")
     a = ap.parse_args(argv)
+    network = INTER
+    if a.rack_size:
+        from hetplace.online.nodes import Network
+
+        rack, r = [], 0
+        for sizes in NODES.values():  # nodes are numbered type by type
+            rack += [r + v // a.rack_size for v in range(len(sizes))]
+            r = rack[-1] + 1
+        network = Network(INTER, rack=tuple(rack), rack_bandwidth=a.rack_bandwidth)
     first, last = (int(v) for v in a.measure.split(":"))
     print("| jobs/h | policy | avg JCT nodes (h) | avg JCT flat (h) | restarts/job | decision median / p95 (ms) "
           "| wall (s) |")
@@ -41,7 +56,7 @@ def main(argv=None):
         trace = gavel_trace(a.jobs, rate, a.seed, multi_gpu=True, job_table="figures")
         for pol in a.policies:
             t0 = time.perf_counter()
-            r = simulate(trace, NODES, pol, network=INTER, measure=(first, last), progress=False)
+            r = simulate(trace, NODES, pol, network=network, measure=(first, last), progress=False)
             wall = time.perf_counter() - t0
             flat = "-"
             if not a.no_flat:

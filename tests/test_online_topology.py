@@ -194,3 +194,131 @@ def test_topology_greedy_when_seeding_fills_every_worker():
                 min_workers=[2, 4, 2], max_workers=[2, 4, 2])
     wj = greedy_placement(p)
     assert np.bincount(wj[wj >= 0], minlength=3).tolist() == [2, 4, 2]
+
+
+# ------------------------------------------------------------------ racks (docs/online.md §2.2, §3.2)
+RACKED = {"v100": [4, 4, 4, 4]}
+
+
+@pytest.mark.parametrize("network, words", [
+    ({"inter": 1e9, "rack": [0, 0, 1]}, ["network rack", "4", "shape (3,)"]),
+    ({"inter": 1e9, "rack": [0, 0, 1, -1], "rack_bandwidth": 1e10}, ["network rack", "-1", "Network(inter="]),
+    ({"inter": 1e9, "rack": [0, 0, 1, 1.5], "rack_bandwidth": 1e10}, ["network rack", "1.5"]),
+    ({"inter": 1e9, "rack": [0, 0, 1, 1]}, ["network rack_bandwidth is required"]),
+    ({"inter": 1e9, "rack_bandwidth": 1e10}, ["rack_bandwidth was given without rack"]),
+    ({"inter": 1e9, "rack": [0, 0, 1, 1], "rack_bandwidth": math.nan}, ["network rack_bandwidth", "nan"]),
+    ({"inter": 1e9, "rack": [0, 0, 1, 1], "rack_bandwidth": 0.0}, ["network rack_bandwidth", "> 0"]),
+    ({"inter": 1e9, "rack": [0, 0, 1, 1], "rack_bandwidth": [1e10, 1e10, 1e10]}, ["one per rack", "(2,)"]),
+    ({"inter": 1e9, "racks": [0, 0, 1, 1]}, ["'rack'", "'rack_bandwidth'"]),
+])
+def test_bad_racks_name_the_parameter_and_the_fix(network, words):
+    trace = [Job(0, MODEL, 0.0, 100.0, 1, math.nan)]
+    with pytest.raises(InvalidOptionError) as e:
+        simulate(trace, RACKED, "fifo", network=network, progress=False)
+    for w in words:
+        assert w in str(e.value), (w, str(e.value))
+    if "racks" not in network:  # the same through the dataclass
+        with pytest.raises(InvalidOptionError):
+            simulate(trace, RACKED, "fifo", network=Network(**network), progress=False)
+
+
+def test_racks_are_normalised_and_name_the_bandwidth_of_a_span():
+    _, layout = parse_layout(RACKED, Network(1e9, rack=[0, 0, 1, 1], rack_bandwidth=[4e9, 8e9]))
+    net = layout.network
+    assert net.rack == (0, 0, 1, 1) and net.rack_bandwidth == (4e9, 8e9)
+    assert net.link_bandwidth({2}) is None
+    assert net.link_bandwidth({0, 1}) == 4e9 and net.link_bandwidth({2, 3}) == 8e9
+    assert net.link_bandwidth({1, 2}) == 1e9
+    _, scalar = parse_layout(RACKED, {"inter": 1e9, "rack": [0, 0, 1, 1], "rack_bandwidth": 5e9})
+    assert scalar.network.rack_bandwidth == (5e9, 5e9)
+
+
+def test_toml_cluster_with_racks(tmp_path):
+    path = tmp_path / "r.toml"
+    # the k80 nodes come first in the file but are numbered after the v100 ones (type by type, [[types]] order)
+    path.write_text('[cluster]\nbandwidth = "10Gbit/s"\nrack_bandwidth = "40Gbit/s"\n\n'
+                    '[[types]]\nname = "v100"\n\n[[types]]\nname = "k80"\n\n'
+                    '[[nodes]]\ntype = "k80"\ncount = 1\ngpus = 4\nbandwidth = "100Gbit/s"\nrack = "b"\n\n'
+                    '[[nodes]]\ntype = "v100"\ncount = 2\ngpus = 4\nbandwidth = "100Gbit/s"\nrack = "a"\n\n'
+                    '[[nodes]]\ntype = "v100"\ncount = 1\ngpus = 2\nbandwidth = "100Gbit/s"\nrack = "b"\n\n'
+                    '[[racks]]\nname = "b"\nbandwidth = "20Gbit/s"\n')
+    from hetplace.io import read_cluster
+
+    spec = read_cluster(str(path))
+    counts, layout = parse_layout(str(path), None)
+    assert counts == {"v100": 10, "k80": 4}
+    assert [len(n.gpus) for n in layout.nodes] == [4, 4, 2, 4]
+    by_name = {1.25e9 * 4: "a", 1.25e9 * 2: "b"}
+    names = [by_name[layout.network.rack_bandwidth[r]] for r in layout.network.rack]
+    assert names == ["a", "a", "b", "b"]
+    assert layout.network.inter == 1.25e9 and layout.network.intra == 1.25e10
+    # the layout's nodes and racks are the file's, as read_cluster numbers them
+    topo = spec.topology
+    assert [int(b) for b in np.bincount(topo["node"])] == [len(n.gpus) for n in layout.nodes]
+    assert [float(topo["rack_bandwidth"][topo["rack"][v]]) for v in range(4)] == \
+        [layout.network.rack_bandwidth[r] for r in layout.network.rack]
+
+
+def test_progress_inside_a_rack_and_across_racks_match_a_hand_computation():
+    table = load_gavel()
+    steps, inter, rb = 2e4, 1.25e9, 5e9
+    net = Network(inter, rack=(0, 0, 1, 1), rack_bandwidth=rb)
+    t8 = table.steps_per_second(MODEL, "v100", 8)
+    D = DEFAULT_GRAD_BYTES["ResNet-50"]
+    job = [Job(0, MODEL, 0.0, steps, 8, math.nan)]
+    inside = simulate(job, RACKED, Fixed({"v100": (0, 1, 2, 3, 4, 5, 6, 7)}), network=net, round_s=1e6,
+                      table=table, progress=False)
+    across = simulate(job, RACKED, Fixed({"v100": (4, 5, 6, 7, 8, 9, 10, 11)}), network=net, round_s=1e6,
+                      table=table, progress=False)
+    assert inside.jobs["finish"][0] == pytest.approx(steps * (1 / t8 + 2 * 7 / 8 * D / rb), rel=1e-12)
+    assert across.jobs["finish"][0] == pytest.approx(steps * (1 / t8 + 2 * 7 / 8 * D / inter), rel=1e-12)
+
+
+def test_consolidation_keeps_a_multi_node_job_in_one_rack():
+    # racks: nodes 0 and 3 in rack 0, nodes 1 and 2 in rack 1; node 0 has 2 free GPUs: rack 0 has 6 free, rack 1 8
+    _, layout = parse_layout(RACKED, Network(1e9, rack=(0, 1, 1, 0), rack_bandwidth=4e9))
+    owner = {"v100": np.full(16, -1)}
+    owner["v100"][[0, 1]] = 99  # node 0 holds 2 free
+    runs = _runs([6])
+    _map_gpus({0: {"v100": 6}}, runs, owner, 0.0, {"A3C": 0.0}, layout=layout)
+    # rack 0 (nodes 0, 3) has 6 free: the best-fitting rack; there the roomiest node first (node 3), then node 0
+    assert runs[0].gpus == {"v100": (2, 3, 12, 13, 14, 15)}
+    # without racks the same state takes the roomiest nodes of the cluster (nodes 1 and 2), wherever they are
+    _, flat = parse_layout(RACKED, 1e9)
+    owner = {"v100": np.full(16, -1)}
+    owner["v100"][[0, 1]] = 99
+    runs = _runs([6])
+    _map_gpus({0: {"v100": 6}}, runs, owner, 0.0, {"A3C": 0.0}, layout=flat)
+    assert runs[0].gpus == {"v100": (2, 3, 4, 5, 6, 7)}
+
+
+def test_racks_at_the_inter_node_bandwidth_change_no_result():
+    trace = gavel_trace(12, rate=20.0, seed=2, multi_gpu=True)
+    rack = tuple([0, 0, 1, 1] * 3)
+    cl = {"v100": [4, 4, 4, 4], "p100": [4, 4, 4, 4], "k80": [4, 4, 4, 4]}
+    plain = simulate(trace, cl, "las-aware", network=1.25e9, progress=False)
+    same = simulate(trace, cl, "las-aware", network=Network(1.25e9, rack=rack, rack_bandwidth=1.25e9), progress=False)
+    assert np.array_equal(plain.jobs["finish"], same.jobs["finish"])
+
+
+@pytest.mark.parametrize("policy", ["smp", "las-aware"])
+def test_short_simulation_with_racks(policy):
+    trace = gavel_trace(10, rate=20.0, seed=1, multi_gpu=True)
+    seen = []
+
+    class Spy:
+        name = "spy"
+
+        def __init__(self):
+            from hetplace.online import make_policy
+
+            self.inner = make_policy(policy)
+
+        def decide(self, state):
+            seen.append(state.network)
+            return self.inner.decide(state)
+
+    net = Network(1.25e9, rack=(0, 1) * 3, rack_bandwidth=(5e9, 2.5e9))
+    r = simulate(trace, NODES, Spy(), network=net, progress=False)
+    assert r.status == "complete" and r.n_finished == 10 and np.isfinite(r.avg_jct)
+    assert seen[0].rack == (0, 1) * 3 and seen[0].rack_bandwidth == (5e9, 2.5e9)

@@ -355,9 +355,12 @@ class SMPPolicy:
         The measured counts ``<= limit`` with a figure on some type of ``types`` (at
         least ``min_efficiency`` per GPU), each faster than every smaller one (a larger
         count that is not faster is never worth it); the rate is the fastest type's.
-        With ``spread = (largest node per type, inter-node bytes/s)`` (a cluster given
-        node by node) a count above a type's largest node is that type's rate slowed
-        by the progress model's ring term between nodes.
+        With ``spread = (largest node per type, racks per type, inter-node bytes/s)`` (a
+        cluster given node by node; each type's racks as ``(GPUs of the type in the rack,
+        its bandwidth)`` pairs, empty without racks) a count above a type's largest node
+        is that type's rate slowed by the progress model's ring term between nodes, at
+        the best bandwidth of a rack that holds that many GPUs of the type, else between
+        racks.
         """
         key = (id(table), types, model, limit, spread)
         d = self._count_cache.get(key)
@@ -366,8 +369,10 @@ class SMPPolicy:
 
             def at(g, c):
                 r = table.steps_per_second(model, g, c)
-                if spread is not None and c > spread[0][types.index(g)]:
-                    r = spread_rate(r, c, default_grad_bytes(model), spread[1])
+                t = types.index(g)
+                if spread is not None and c > spread[0][t]:
+                    bw = max((b for cap, b in spread[1][t] if cap >= c), default=spread[2])
+                    r = spread_rate(r, c, default_grad_bytes(model), bw)
                 return r
 
             for c in table.gpu_counts:
@@ -401,10 +406,16 @@ class SMPPolicy:
         opts, per, value = [], [], []
         spread = None
         if state.nodes:
-            largest = {}
-            for nd in state.nodes:
+            largest, in_rack = {}, {}
+            net = state.network
+            for v, nd in enumerate(state.nodes):
                 largest[nd.gpu_type] = max(largest.get(nd.gpu_type, 0), len(nd.gpus))
-            spread = (tuple(largest.get(g, 0) for g in types), state.network.inter)
+                if net.rack is not None:
+                    key = (nd.gpu_type, net.rack[v])
+                    in_rack[key] = in_rack.get(key, 0) + len(nd.gpus)
+            racks = tuple(tuple((c, net.rack_bandwidth[r]) for (g2, r), c in sorted(in_rack.items()) if g2 == g)
+                          for g in types)
+            spread = (tuple(largest.get(g, 0) for g in types), racks, net.inter)
         for s in jobs:
             o, x = self._counts(table, types, s.job.model, limit, spread)
             opts.append(o)
@@ -552,6 +563,9 @@ class SMPPolicy:
             for v, nd in enumerate(state.nodes):
                 node[offset[nd.gpu_type] + np.asarray(nd.gpus, dtype=np.int64)] = v
             net = {"node": node, "node_bandwidth": math.inf}
+            if state.network.rack is not None:  # a job inside one rack all-reduces at its rack's bandwidth
+                net.update(rack=np.asarray(state.network.rack, dtype=np.int64),
+                           rack_bandwidth=np.asarray(state.network.rack_bandwidth, dtype=np.float64))
         problem = Problem(rho, counts, batch, iters, grad_bytes=grad,
                           bandwidth=state.network.inter if topo else _BANDWIDTH, min_workers=lo, max_workers=hi,
                           current=current, restart_time=rt, **net)

@@ -685,8 +685,9 @@ def simulate(trace, cluster, policy, round_s=360, restart="none", table=None, me
                         avail -= use
                         run.restart_seconds += n * use
                     rate = model.steps_per_second(run.job.model, alloc)
-                    if layout is not None and _spans_nodes(run.gpus, layout):
-                        rate = spread_rate(rate, n, grad_of[run.job.model], layout.network.inter)
+                    bw = None if layout is None else _link_bandwidth(run.gpus, layout)
+                    if bw is not None:
+                        rate = spread_rate(rate, n, grad_of[run.job.model], bw)
                     need = run.job.total_steps - run.done
                     if rate > 0 and avail > 0 and need <= rate * avail * (1 + 1e-12):
                         held = (round_s - avail) + min(need / rate, avail)
@@ -766,26 +767,26 @@ def _stall_reasons(active, restarted, model, round_s, restart_of, cluster):
     return out
 
 
-def _spans_nodes(gpus, layout):
-    """Whether the physical ``gpus`` ({type: indices}) lie on more than one node of ``layout``."""
-    seen = None
+def _link_bandwidth(gpus, layout):
+    """The bandwidth between the nodes the physical ``gpus`` ({type: indices}) lie on, None for one node
+    (:meth:`~hetplace.online.nodes.Network.link_bandwidth`)."""
+    nodes = set()
     for g, idx in gpus.items():
-        for k in idx:
-            v = int(layout.node_of[g][k])
-            if seen is None:
-                seen = v
-            elif v != seen:
-                return True
-    return False
+        if len(idx):
+            nodes.update(layout.node_of[g][np.asarray(idx, dtype=np.int64)].tolist())
+    return layout.network.link_bandwidth(nodes)
 
 
-def _consolidated(owner_g, node_of_g, n, before):
+def _consolidated(owner_g, node_of_g, n, before, rack=None):
     """``n`` free GPUs of one type, consolidated on nodes (Gavel's rule, docs/online.md §3.2).
 
     The job's own previous GPUs when they are exactly ``n`` and all free; else
     the fullest-fitting node with ``n`` free GPUs (best fit: fewest free, then
-    lowest id); else nodes by most free GPUs first (fewest nodes), the last
-    one best fit.  Lowest free indices inside a node.
+    lowest id); else (with ``rack``, the rack of every node) inside the rack
+    with the fewest free GPUs of the type that still holds ``n`` (then the
+    lowest rack id) when one does; there, or over the cluster, nodes by most
+    free GPUs first (fewest nodes), the last one best fit.  Lowest free
+    indices inside a node.
     """
     if len(before) == n and all(owner_g[k] < 0 for k in before):
         return list(before)
@@ -797,6 +798,14 @@ def _consolidated(owner_g, node_of_g, n, before):
     if fits:
         v = min(fits, key=lambda v: (len(per_node[v]), v))
         return per_node[v][:n]
+    if rack is not None:
+        per_rack = {}
+        for v, ks in per_node.items():
+            per_rack[rack[v]] = per_rack.get(rack[v], 0) + len(ks)
+        fits = [r for r, c in per_rack.items() if c >= n]
+        if fits:
+            r = min(fits, key=lambda r: (per_rack[r], r))
+            per_node = {v: ks for v, ks in per_node.items() if rack[v] == r}
     take, left = [], n
     while left > 0:
         fits = [v for v in per_node if len(per_node[v]) >= left]
@@ -858,7 +867,7 @@ def _map_gpus(decision, active, owner, t, restart_of, first_start=False, layout=
                 gpus[g] = pin[g]
                 continue
             if layout is not None:
-                take = _consolidated(owner[g], layout.node_of[g], n, before.get(g, ()))
+                take = _consolidated(owner[g], layout.node_of[g], n, before.get(g, ()), layout.network.rack)
                 owner[g][take] = run.job.job_id
                 gpus[g] = tuple(sorted(int(k) for k in take))
                 continue
