@@ -174,8 +174,8 @@ class SMPPolicy:
         the bound's.
     physical : bool
         On a cluster given node by node: return the physical GPUs of SMP's
-        placement (True) or per-type counts that the simulator places
-        consolidated, Gavel's way (False, default; docs/online.md §5.1.1).
+        topology-priced placement (True, default) or per-type counts that the
+        simulator places consolidated, Gavel's way (False; docs/online.md §5.1.1).
 
     Notes
     -----
@@ -208,7 +208,7 @@ class SMPPolicy:
 
     def __init__(self, max_gpus=8, admission=None, samples=16, restart_candidates=2, restart_floor=10.0, seed=0,
                  share_cap=math.inf, min_efficiency=0.0, sizing="marginal", priority=0.0, fairness=None,
-                 certify=False, physical=False):
+                 certify=False, physical=True):
         if not isinstance(physical, (bool, np.bool_)):
             raise InvalidOptionError(
                 f"physical must be True or False (name the GPUs SMP chose on a cluster given as nodes); "
