@@ -369,8 +369,8 @@ class SMPPolicy:
 
             def at(g, c):
                 r = table.steps_per_second(model, g, c)
-                t = types.index(g)
-                if spread is not None and c > spread[0][t]:
+                t = None if spread is None else types.index(g)
+                if t is not None and c > spread[0][t]:
                     bw = max((b for cap, b in spread[1][t] if cap >= c), default=spread[2])
                     r = spread_rate(r, c, default_grad_bytes(model), bw)
                 return r

@@ -770,11 +770,7 @@ def _stall_reasons(active, restarted, model, round_s, restart_of, cluster):
 def _link_bandwidth(gpus, layout):
     """The bandwidth between the nodes the physical ``gpus`` ({type: indices}) lie on, None for one node
     (:meth:`~hetplace.online.nodes.Network.link_bandwidth`)."""
-    nodes = set()
-    for g, idx in gpus.items():
-        if len(idx):
-            nodes.update(layout.node_of[g][np.asarray(idx, dtype=np.int64)].tolist())
-    return layout.network.link_bandwidth(nodes)
+    return layout.network.link_bandwidth({int(layout.node_of[g][k]) for g, idx in gpus.items() for k in idx})
 
 
 def _consolidated(owner_g, node_of_g, n, before, rack=None):
