@@ -8,12 +8,16 @@ Run::
 Each tree gets one long-lived process (cwd and ``PYTHONPATH`` = the tree, so
 its own hetplace and compiled kernels are imported) that times
 ``place(method="smp", seed=1, threads=1)`` on a seeded instance
-(``family:K:S:backend``, family ``gavel``, ``speeds`` or ``topology`` of
-:mod:`hetplace.instances`, built outside the timer).  After one warm-up call
+(``family:K:S:backend[:seed]``, family ``gavel``, ``speeds`` or ``topology`` of
+:mod:`hetplace.instances`, instance seed 123 unless given, built outside the timer).  After one warm-up call
 per tree (JIT / cache load), the two processes are asked in turn, the order
 flipping every repetition, so both see the same machine load.  Reported:
 medians and the after/before ratio, of CPU time (``--clock cpu``, default:
-steadier on a shared machine) or wall time, and whether the placements agree.
+steadier on a shared machine) or wall time, whether the placements agree, and
+whether the after tree's problem has a job whose batch allows fewer workers than
+the cluster has (``Problem.max_workers`` below K): such a job is a different
+problem for trees from before the batch bound, whose categories then do other
+work (docs/results.md §2.3).
 """
 
 import argparse
@@ -26,7 +30,7 @@ import time
 
 
 def serve(clock):
-    """Answer ``family K S backend`` lines with ``seconds placement-digest`` (the worker process)."""
+    """Answer ``family K S backend seed`` lines with ``seconds placement-digest bound`` (the worker process)."""
     import hetplace as hp
     from hetplace.data import load_gavel
     from hetplace.instances import gavel_instance, speeds_instance
@@ -37,18 +41,20 @@ def serve(clock):
     table, problems = load_gavel(os.environ["SIDE_BY_SIDE_TABLE"]), {}
     print("ready", hp.__file__, flush=True)
     for line in sys.stdin:
-        family, K, S, backend = line.split()
-        key = (family, int(K), int(S))
+        family, K, S, backend, seed = line.split()
+        key = (family, int(K), int(S), int(seed))
         if key not in problems:
             if family == "topology":  # nodes and racks (trees from the topology issue on)
                 from hetplace.instances import topology_instance as make
             else:
                 make = {"gavel": gavel_instance, "speeds": speeds_instance}[family]
-            problems[key] = make(123, key[1], key[2], table)
+            problems[key] = make(key[3], key[1], key[2], table)
         t = timer()
         placement = hp.place(problems[key], method="smp", seed=1, backend=backend, threads=1)
         elapsed = timer() - t
-        print(elapsed, hashlib.sha1(placement.worker_job.tobytes()).hexdigest(), flush=True)
+        bound = getattr(problems[key], "max_workers", None)  # None in trees before the batch bound
+        bound = "-" if bound is None else int((bound < key[1]).any())
+        print(elapsed, hashlib.sha1(placement.worker_job.tobytes()).hexdigest(), bound, flush=True)
 
 
 def main():
@@ -78,22 +84,23 @@ def main():
     def ask(tree, case):
         procs[tree].stdin.write(" ".join(case) + "\n")
         procs[tree].stdin.flush()
-        seconds, digest = procs[tree].stdout.readline().split()
-        return float(seconds), digest
+        seconds, digest, bound = procs[tree].stdout.readline().split()
+        return float(seconds), digest, bound
 
-    for case in (tuple(c.split(":")) for c in args.cases.split(",")):
+    for case in (tuple((c + ":123").split(":")[:5]) for c in args.cases.split(",")):
         for tree in trees:
             ask(tree, case)  # warm-up
         times, digests = {t: [] for t in trees}, {t: set() for t in trees}
         for r in range(args.reps):
             for tree in trees if r % 2 == 0 else trees[::-1]:
-                seconds, digest = ask(tree, case)
+                seconds, digest, bound = ask(tree, case)
                 times[tree].append(seconds)
                 digests[tree].add(digest)
         before, after = (statistics.median(times[t]) for t in trees)
         same = len(digests[trees[0]] | digests[trees[1]]) == 1
         print(f"{':'.join(case):24s} before {before * 1e3:9.2f} ms  after {after * 1e3:9.2f} ms  "
-              f"ratio {after / before:.3f}  ({args.clock}, median of {args.reps})  same placement: {same}", flush=True)
+              f"ratio {after / before:.3f}  ({args.clock}, median of {args.reps})  same placement: {same}  "
+              f"batch bound binds: {dict(zip('01-', ('no', 'yes', '?')))[bound]}", flush=True)
     for proc in procs.values():
         proc.stdin.close()
         proc.wait()

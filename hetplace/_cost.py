@@ -311,6 +311,8 @@ def comm_cost_at(problem, jobs, n, b):
 
 def _bounded(problem, jobs, n, comm):
     """``comm`` with ``+inf`` where ``0 < n < min_workers`` or ``n > max_workers``."""
+    if not problem._capped.size:  # no job's bounds exclude a size in 1..K: nothing to mark
+        return comm
     return np.where((n > problem.max_workers[jobs]) | ((n > 0) & (n < problem.min_workers[jobs])), math.inf, comm)
 
 

@@ -370,7 +370,8 @@ class Placement:
         else:  # the weighted mean (docs/model.md §1.5), weights scaled to at most 1: no overflow
             v = problem.weight / problem.weight.max()
             self.mean_jct = float(np.dot(v, self.jct) / v.sum())
-        self.shares = _shares_of(problem.batch, worker_job.shape[0], busy, job, rate, X, sizes)
+        self._share_args = (busy, job, rate, X, sizes)  # shares on first use (a decision rarely reads them)
+        self._shares = None
         self.slowdown = self.jct / problem.jct_alone
         s = self.slowdown
         self.fairness = float(s.sum() ** 2 / (S * np.square(s).sum()))
@@ -383,6 +384,14 @@ class Placement:
             if problem.topology.rack is None:
                 self.racks_spanned = None
             self.link_bandwidth = np.where(self.sizes >= 2, bw, math.inf)
+
+    @property
+    def shares(self):
+        """ndarray of int64 (K,): samples per iteration of each worker (see the class docstring)."""
+        if self._shares is None:
+            self._shares = _shares_of(self.problem.batch, self.worker_job.shape[0], *self._share_args)
+            self._share_args = None
+        return self._shares
 
     @property
     def status(self):

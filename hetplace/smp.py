@@ -269,8 +269,8 @@ def worker_classes(problem, buckets=None):
     K = t.size
     if buckets is None:
         members, cls_start, class_of = problem.worker_classes
-        rhoC = np.ascontiguousarray(problem._class_rates(members[cls_start[:-1]]))
-        return rhoC, np.diff(cls_start), class_of, members, cls_start
+        rhoC, mc = problem._class_table
+        return rhoC, mc, class_of, members, cls_start
     bucket = np.empty(K, dtype=np.int64)
     for g in range(problem.n_types):
         ws = np.flatnonzero(t == g)
@@ -691,9 +691,9 @@ def smp_place(problem, seed=None, **options):
         **({"spread": opts["spread"]} if opts["spread"] is not None and weighted else {}),
         backend=opts["backend"],
     )
-    cats = np.ascontiguousarray(
-        fit_sizes(cats, problem.max_workers, problem.min_workers, problem.n_available, opts["backend"]), dtype=np.int64
-    )
+    if problem._capped.size:  # else every sampled size is already within its job's bounds
+        cats = fit_sizes(cats, problem.max_workers, problem.min_workers, problem.n_available, opts["backend"])
+    cats = np.ascontiguousarray(cats, dtype=np.int64)
     extra = _keep_candidates(problem, opts, seed) if problem.replacing else None
     t1 = time.perf_counter()
     with np.errstate(divide="ignore", invalid="ignore"):  # the python backend's numpy scalars, as IEEE (docs of _core._jit)

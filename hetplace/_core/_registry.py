@@ -102,18 +102,30 @@ def _cython_module(name):
     return module
 
 
+#: ``(sys.modules key, module)`` of every extension the last full check of "cython" found compiled.
+_verified = ()
+
+
 def unavailable(backend):
     """Why ``backend`` cannot run here: ``(module name, ImportError)``, or None when it can.
 
     Only ``"cython"`` can be unavailable (its extensions are built at install).
+    While ``sys.modules`` holds the very modules the last full check found
+    compiled, they are not looked at again (a decision asks several times).
     """
+    global _verified
     if backend != "cython":
         return None
+    modules = sys.modules
+    if _verified and all(modules.get(key) is module for key, module in _verified):
+        return None
+    found = []
     for name in _CYTHON_EXTRAS + tuple(_SINGLE_SOURCE):
         try:
-            _cython_module(name)
+            found.append((f"{__package__}.{name}", _cython_module(name)))
         except ImportError as exc:
             return name, exc
+    _verified = tuple(found)
     return None
 
 
