@@ -217,6 +217,72 @@ def test_node_candidate_declines_when_jobs_outnumber_nodes():
     _check_feasible(p, hp.place(p, "smp", seed=0).worker_job)
 
 
+def _domain_reference(p):
+    """The least sum of job times over every way to give each job its own node or its own domain
+    of :func:`hetplace._smp_topology._domains` (slow, obvious; node sets pairwise disjoint)."""
+    import itertools
+
+    from hetplace._smp_topology import _domains
+
+    topo, S = p.topology, p.n_jobs
+    doms = [(int(v),) for v in np.unique(topo.node)] + [tuple(d) for d in _domains(topo)]
+    best = math.inf
+    for pick in itertools.product(range(len(doms)), repeat=S):
+        nodes = [v for d in pick for v in doms[d]]
+        if len(nodes) != len(set(nodes)):
+            continue
+        wj = np.full(p.n_workers, -1)
+        for i, d in enumerate(pick):
+            ws = [k for k in np.flatnonzero(np.isin(topo.node, doms[d])) if p.worker_throughput[i, k] > 0]
+            wj[sorted(ws, key=lambda k: (-p.worker_throughput[i, k], k))[:p.max_workers[i]]] = i
+        n = np.bincount(wj[wj >= 0], minlength=S)
+        if np.all(n >= np.maximum(p.min_workers, 1)):
+            best = min(best, price(p, wj).total)
+    return best
+
+
+def _two_racks(work):
+    """Four 4-GPU nodes in two racks; job 0's compute is ``work`` times the others'."""
+    batch = np.array([256, 64, 64])
+    iters = np.array([1000.0 * work, 1000.0, 1000.0])
+    return Problem(np.array([[10.0], [10.0], [10.0]]), [16], batch, iters, [1e9, 1e9, 1e9], 1e9,
+                   node=np.repeat(np.arange(4), 4), node_bandwidth=4e10, rack=[0, 0, 1, 1], rack_bandwidth=2e10)
+
+
+def test_domain_candidate_gives_a_large_job_two_nodes_of_a_rack():
+    from hetplace._smp_topology import domain_candidate, node_candidate
+
+    p = _two_racks(50.0)
+    wj = domain_candidate(p)
+    _check_feasible(p, wj)
+    assert sorted(set(p.topology.node[wj == 0])) in ([0, 1], [2, 3])  # job 0: a whole rack
+    assert price(p, wj).total == pytest.approx(_domain_reference(p), rel=1e-12)
+    assert price(p, wj).total < price(p, node_candidate(p)).total
+    even = _two_racks(1.0)  # equal jobs: the idle fourth node still goes to one of them
+    assert price(even, domain_candidate(even)).total == pytest.approx(_domain_reference(even), rel=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_domain_candidate_never_worse_than_one_job_per_node(seed):
+    from hetplace._smp_topology import domain_candidate, node_candidate
+
+    p = tiny_topology(seed, n_workers=int(np.random.default_rng(seed).integers(5, 8)), n_jobs=2,
+                      racks=seed % 2 == 0, speeds=seed % 3 == 0, bounds=seed % 4 == 0)
+    one = node_candidate(p)
+    wj = domain_candidate(p)
+    if one is None:
+        assert wj is None
+        return
+    _check_feasible(p, wj)
+    assert np.array_equal(wj, domain_candidate(p))  # deterministic
+    assert price(p, wj).total <= price(p, one).total * (1 + 1e-12)
+    assert price(p, wj).total >= _domain_reference(p) * (1 - 1e-12)  # the reference is the best of its kind
+    for i in range(p.n_jobs):  # each job on one node, or on nodes of one rack (any two without racks)
+        nodes = set(p.topology.node[wj == i])
+        assert len(nodes) <= 2 or (p.topology.rack is not None
+                                   and len({p.topology.node_rack[v] for v in nodes}) == 1)
+
+
 def test_one_job_per_node_found_where_the_proxies_spread_a_job():
     """Few large nodes beside many small ones: the optimum gives each job its own node and leaves
     workers idle, where the size-priced proxies spread the largest job over six nodes (4.3 % above
