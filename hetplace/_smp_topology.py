@@ -235,8 +235,8 @@ def _domains(topo):
     """Multi-node domains: tuples of node ids, each inside one rack (or any two nodes without racks).
 
     Every pair of nodes of a rack, then every rack of three or more nodes
-    whole; without racks, every pair of nodes.  At most :data:`DOMAIN_MAX`
-    (pairs first, in node order).
+    whole; without racks, every pair of nodes.  At most :data:`DOMAIN_MAX`:
+    pairs first, those of nearest node ids first.
     """
     import itertools
 
@@ -245,7 +245,10 @@ def _domains(topo):
         groups = [list(range(N))]
     else:
         groups = [np.flatnonzero(topo.node_rack == q).tolist() for q in range(len(topo.rack_bandwidth))]
-    out = [pair for g in groups for pair in itertools.combinations(g, 2)]
+    # pairs of nearest node ids first (generators and cluster files number nodes type by type,
+    # often rack by rack): every node is in some pair before the cap, whatever the cluster's size
+    out = sorted((pair for g in groups for pair in itertools.combinations(g, 2)),
+                 key=lambda uv: (uv[1] - uv[0], uv[0]))
     if topo.rack is not None:
         out += [tuple(g) for g in groups if len(g) >= 3]
     return out[:DOMAIN_MAX]
@@ -294,13 +297,15 @@ def domain_candidate(problem, backend="auto", multi=True):
             spread = (n1 > 0).astype(np.int64) @ member.T.astype(np.int64) >= 2  # on two nodes or more
             bw = np.array([topo.rack_bandwidth[topo.node_rack[nodes[0]]] if topo.rack is not None else topo.bandwidth
                            for nodes in doms])
-            over = n > problem.max_workers[:, None]
-            for i, d in zip(*np.nonzero(over & spread)):  # the fastest max_workers of the domain's nodes
-                w = picks[i][0][np.isin(picks[i][1], doms[d])]
-                r = problem.worker_throughput[i, w]
-                top = np.lexsort((w, -r))[: problem.max_workers[i]]
-                n[i, d], X[i, d] = top.size, r[top].sum()
-                spread[i, d] = np.unique(topo.node[w[top]]).size >= 2
+            # a job allowed fewer workers than the domain offers: priced at their mean rate (its
+            # fastest ones are taken below; the same when the domain's workers are alike), and only
+            # where they cannot all fit in one of the domain's nodes (else a single node does as well)
+            cap = problem.max_workers[:, None]
+            over = n > cap
+            X = np.where(over, X * (cap / np.maximum(n, 1)), X)
+            n = np.minimum(n, cap)
+            largest = np.where(member[None, :, :], n1[:, None, :], 0).max(axis=2)
+            spread &= ~over | (cap > largest)
             jobs = np.broadcast_to(np.arange(S)[:, None], (S, D))
             with np.errstate(divide="ignore", invalid="ignore"):
                 cost = np.where(spread, job_time(problem, jobs, X, n, comm=comm_cost_at(
