@@ -254,6 +254,41 @@ def _domains(topo):
     return out[:DOMAIN_MAX]
 
 
+def _domain_costs(problem, doms, n1, X1):
+    """Every job alone on every multi-node domain: ``(cost (S, D), member (D, N) bool)``.
+
+    From :func:`_node_costs`'s per-node sizes ``n1`` and rates ``X1``: job ``i``
+    on domain ``d`` takes all of its usable workers there, at most
+    ``max_workers[i]`` (then priced at their mean rate: exact when the
+    domain's workers are alike), with its ring at the rack's bandwidth (the
+    top level's without racks); ``+inf`` where they would not span two nodes
+    (a single node does as well) or break its size bounds.
+    """
+    from ._cost import comm_cost_at, job_time
+
+    topo = problem.topology
+    S, N, D = n1.shape[0], n1.shape[1], len(doms)
+    member = np.zeros((D, N), dtype=bool)
+    for d, nodes in enumerate(doms):
+        member[d, list(nodes)] = True
+    n = n1 @ member.T.astype(np.int64)
+    X = X1 @ member.T.astype(np.float64)
+    spread = (n1 > 0).astype(np.int64) @ member.T.astype(np.int64) >= 2  # usable workers on two nodes or more
+    bw = np.array([topo.rack_bandwidth[topo.node_rack[nodes[0]]] if topo.rack is not None else topo.bandwidth
+                   for nodes in doms])
+    cap = problem.max_workers[:, None]
+    over = n > cap
+    X = np.where(over, X * (cap / np.maximum(n, 1)), X)
+    n = np.minimum(n, cap)
+    largest = np.where(member[None, :, :], n1[:, None, :], 0).max(axis=2)
+    spread &= ~over | (cap > largest)
+    jobs = np.broadcast_to(np.arange(S)[:, None], (S, D))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cost = np.where(spread, job_time(problem, jobs, X, n, comm=comm_cost_at(
+            problem, jobs, n, np.broadcast_to(bw, (S, D)))), np.inf)
+    return cost, member
+
+
 def domain_candidate(problem, backend="auto", multi=True):
     """Each job on its own node or its own set of nodes of one rack: an assignment ((K,) int64), or None.
 
@@ -273,8 +308,6 @@ def domain_candidate(problem, backend="auto", multi=True):
     nodes or some job fits in no node.  ``multi=False``: the single-node
     matching only.  Deterministic (ties to the lower index).
     """
-    from ._cost import comm_cost_at, job_time
-
     topo = problem.topology
     S, K, N = problem.n_jobs, problem.n_workers, len(topo.node_bandwidth)
     if S > N:
@@ -288,28 +321,7 @@ def domain_candidate(problem, backend="auto", multi=True):
         doms = _domains(topo)
         D = len(doms)
         if D:
-            member = np.zeros((D, N), dtype=bool)
-            for d, nodes in enumerate(doms):
-                member[d, list(nodes)] = True
-            # every job taking all its usable workers on a domain (max_workers: below)
-            n = n1 @ member.T.astype(np.int64)
-            X = X1 @ member.T.astype(np.float64)
-            spread = (n1 > 0).astype(np.int64) @ member.T.astype(np.int64) >= 2  # on two nodes or more
-            bw = np.array([topo.rack_bandwidth[topo.node_rack[nodes[0]]] if topo.rack is not None else topo.bandwidth
-                           for nodes in doms])
-            # a job allowed fewer workers than the domain offers: priced at their mean rate (its
-            # fastest ones are taken below; the same when the domain's workers are alike), and only
-            # where they cannot all fit in one of the domain's nodes (else a single node does as well)
-            cap = problem.max_workers[:, None]
-            over = n > cap
-            X = np.where(over, X * (cap / np.maximum(n, 1)), X)
-            n = np.minimum(n, cap)
-            largest = np.where(member[None, :, :], n1[:, None, :], 0).max(axis=2)
-            spread &= ~over | (cap > largest)
-            jobs = np.broadcast_to(np.arange(S)[:, None], (S, D))
-            with np.errstate(divide="ignore", invalid="ignore"):
-                cost = np.where(spread, job_time(problem, jobs, X, n, comm=comm_cost_at(
-                    problem, jobs, n, np.broadcast_to(bw, (S, D)))), np.inf)
+            cost, member = _domain_costs(problem, doms, n1, X1)
             own = cost1[np.arange(S), col].copy()  # each job's time where it is
             fixed = np.zeros(S, dtype=bool)
             used = np.zeros(N, dtype=bool)  # nodes of the fixed jobs
