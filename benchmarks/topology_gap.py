@@ -1,11 +1,15 @@
 """SMP (defaults) against the topology MILP on seeded topology instances (docs/model.md §3.13).
 
-    PYTHONPATH=. python benchmarks/topology_gap.py FIRST LAST [TIME_LIMIT [smp|milp]]
+    PYTHONPATH=. python benchmarks/topology_gap.py FIRST LAST [TIME_LIMIT [smp|milp]] [--cache FILE]
 
 Seeds FIRST..LAST-1; K drawn from {16, 24, 32, 48, 64}, S from 2-12; the instance generator of
 ``bench_topology.py`` ("smp") or of ``bench_milp_topology.py`` ("milp"). One JSON line per instance
 (SMP's gap to the MILP's optimum, or to its best when not proven; its gap to the MILP's bound; the
 flat-model placement's ratio), then the summary over the proven ones.
+
+``--cache FILE``: the MILP's results are read from FILE (JSON lines: generator, seed, K, S, time
+limit, status, objective, bound) when it has the instance at this time limit, else solved and
+appended: SMP's changes are then measured against the same optima without solving them again.
 """
 import os
 import sys, time, json
@@ -17,7 +21,29 @@ from bench_topology import topology_problem, flat_twin
 import bench_milp_topology as BM
 
 
+def _solve(p, gen, seed, K, S, limit, cache):
+    """The MILP's (status, objective, bound) on ``p``: from ``cache`` (a path or None) when there, else solved."""
+    key = dict(gen=gen, seed=seed, K=K, S=S, limit=limit)
+    if cache and os.path.exists(cache):
+        with open(cache) as f:
+            for line in f:
+                r = json.loads(line)
+                if all(r.get(k) == v for k, v in key.items()):
+                    return r["status"], r["objective"], r["bound"], 0.0
+    t = time.perf_counter(); res = solve_exact(p, method="milp", solver="scip", time_limit=limit)
+    te = time.perf_counter() - t
+    if cache:
+        with open(cache, "a") as f:
+            f.write(json.dumps(dict(key, status=res.status, objective=res.objective, bound=res.bound)) + "\n")
+    return res.status, res.objective, res.bound, te
+
+
 def main():
+    cache = None
+    if "--cache" in sys.argv:
+        i = sys.argv.index("--cache")
+        cache = sys.argv[i + 1]
+        del sys.argv[i:i + 2]
     gen = sys.argv[4] if len(sys.argv) > 4 else "smp"
     make = topology_problem if gen == "smp" else (lambda seed, K, S: BM.topology_instance(seed, K, S))
 
@@ -30,11 +56,11 @@ def main():
         p = make(seed, K, S)
         t = time.perf_counter(); pl = hp.place(p, "smp", seed=0); ts = time.perf_counter() - t
         flat = hp.evaluate(p, hp.place(flat_twin(p), "smp", seed=0).worker_job)
-        t = time.perf_counter(); res = solve_exact(p, method="milp", solver="scip", time_limit=limit); te = time.perf_counter() - t
-        best = min(res.objective, pl.mean_jct) if res.objective is not None else pl.mean_jct
+        status, objective, bound, te = _solve(p, gen, seed, K, S, limit, cache)
+        best = min(objective, pl.mean_jct) if objective is not None else pl.mean_jct
         gap = pl.mean_jct / best - 1
-        row = dict(seed=seed, K=K, S=S, status=res.status, gap=gap, smp_ms=ts * 1e3, milp_s=te,
-                   bound_gap=pl.mean_jct / res.bound - 1 if res.bound else None, topo_vs_flat=pl.mean_jct / flat.mean_jct)
+        row = dict(seed=seed, K=K, S=S, status=status, gap=gap, smp_ms=ts * 1e3, milp_s=te,
+                   bound_gap=pl.mean_jct / bound - 1 if bound else None, topo_vs_flat=pl.mean_jct / flat.mean_jct)
         rows.append(row); print(json.dumps(row), flush=True)
     opt = [r for r in rows if r["status"] == "optimal"]
     g = np.array([r["gap"] for r in opt])
