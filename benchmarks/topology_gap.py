@@ -3,7 +3,8 @@
     PYTHONPATH=. python benchmarks/topology_gap.py FIRST LAST [TIME_LIMIT [smp|milp]] [--cache FILE]
 
 Seeds FIRST..LAST-1; K drawn from {16, 24, 32, 48, 64}, S from 2-12; the instance generator of
-``bench_topology.py`` ("smp") or of ``bench_milp_topology.py`` ("milp"). One JSON line per instance
+``bench_topology.py`` ("smp"), of ``bench_milp_topology.py`` ("milp"), or the public family
+``hetplace.instances.topology_instance`` with racks 70 % of the time ("instances"). One JSON line per instance
 (SMP's gap to the MILP's optimum, or to its best when not proven; its gap to the MILP's bound; the
 flat-model placement's ratio), then the summary over the proven ones.
 
@@ -19,6 +20,16 @@ import hetplace as hp
 from hetplace.exact import solve_exact
 from bench_topology import topology_problem, flat_twin
 import bench_milp_topology as BM
+
+
+def _public_family(seed, K, S):
+    """``hetplace.instances.topology_instance`` (8-GPU NVLink and 4-GPU PCIe nodes), racks 70 % of the time."""
+    from hetplace.data import gavel_path
+    from hetplace.instances import topology_instance
+
+    rng = np.random.default_rng([seed, 98])
+    rng.choice([16, 24, 32, 48, 64]), rng.integers(2, 13)  # K and S, drawn by the caller from the same stream
+    return topology_instance(seed, K, S, gavel_path(), racks=bool(rng.random() < 0.7))
 
 
 def _solve(p, gen, seed, K, S, limit, cache):
@@ -46,12 +57,14 @@ def main():
         del sys.argv[i:i + 2]
     gen = sys.argv[4] if len(sys.argv) > 4 else "smp"
     make = topology_problem if gen == "smp" else (lambda seed, K, S: BM.topology_instance(seed, K, S))
+    if gen == "instances":
+        make = _public_family
 
     lo, hi = int(sys.argv[1]), int(sys.argv[2])
     limit = float(sys.argv[3]) if len(sys.argv) > 3 else 60
     rows = []
     for seed in range(lo, hi):
-        rng = np.random.default_rng([seed, 99])
+        rng = np.random.default_rng([seed, 98 if gen == "instances" else 99])
         K = int(rng.choice([16, 24, 32, 48, 64])); S = int(rng.integers(2, 13))
         p = make(seed, K, S)
         t = time.perf_counter(); pl = hp.place(p, "smp", seed=0); ts = time.perf_counter() - t
