@@ -41,7 +41,7 @@ import numpy as np
 from ._cost import price, restarted
 from . import _interrupt
 
-__all__ = ["topology_place", "pack", "node_candidate", "domain_candidate", "DOMAIN_MAX", "DOMAIN_TRIES", "optimistic_table", "search_budget", "SEARCH_MAX_CELLS", "SEARCH_FULL_K",
+__all__ = ["topology_place", "pack", "node_candidate", "domain_candidate", "sweep_kicks", "DOMAIN_MAX", "DOMAIN_TRIES", "optimistic_table", "search_budget", "SEARCH_MAX_CELLS", "SEARCH_FULL_K",
            "SEARCH_ROWS", "KICKS", "MAX_KICKS", "SLACK", "PATIENCE", "GREEDY_MAX_CELLS",
            "LARGE_PACKED"]
 
@@ -109,6 +109,24 @@ def search_budget(n_workers):
         return SEARCH_ROWS, min(MAX_KICKS, int(KICKS * f ** 1.5))
     f = SEARCH_FULL_K / n_workers
     return max(1, int(SEARCH_ROWS * f ** 3)), max(8, int(KICKS * f))
+
+
+def sweep_kicks(problem):
+    """Every kick of :func:`hetplace._core._topo.topo_ils` once, job by job: ((T, 3) int64).
+
+    For each job: relocate into each node, take each node and release the
+    rest, take each node and hand the rest over, exchange with each other
+    job (the kernel's encoding: ``(job, kind, domain)``).  The final sweep of
+    the search (docs/model.md §3.13): a two-step improvement whose first step
+    costs (a job moving to a smaller node so that another can grow into the
+    one it left) is found whatever the random kicks drew.
+    """
+    S, N = problem.n_jobs, len(problem.topology.node_bandwidth)
+    out = []
+    for i in range(S):
+        out += [(i, kind, d) for kind in (0, 1, 2) for d in range(N)]
+        out += [(i, 3, d) for d in range(S - 1)]
+    return np.array(out, dtype=np.int64).reshape(-1, 3)
 
 
 def optimistic_table(problem):
@@ -498,6 +516,12 @@ def _place(problem, seed, opts, flat):
             total[best] = _descent(problem, sub, opts, flat, threads, kicks=kicks)[0]
         searched = len(best)
         packed[best] = sub
+        if len(best) and K <= SEARCH_FULL_K:
+            # 4. every compound kick once, from the best searched candidate (first on ties)
+            top = best[int(np.argmin(total[best]))]
+            row = np.ascontiguousarray(packed[top:top + 1])
+            total[top] = _descent(problem, row, opts, flat, kicks=sweep_kicks(problem)[None])[0][0]
+            packed[top] = row[0]
     t4 = time.perf_counter()
     chosen = flat._choose(problem, packed, total, opts["fairness_tol"])
     wj = packed[chosen].copy()
