@@ -307,6 +307,16 @@ def test_sweep_finds_a_two_step_improvement():
         assert hp.place(p, "smp", seed=seed).mean_jct == pytest.approx(optimum, rel=1e-9)
 
 
+def test_domain_candidate_offers_runs_of_a_racks_nodes():
+    """Held-out instance of the public family whose optimum gives one job six of a rack's seven
+    nodes: 1.4 % above the MILP's optimum with pairs and whole racks as the only domains."""
+    from hetplace.instances import topology_instance
+
+    p = topology_instance(7073, 64, 6, gavel_path(), racks=True)
+    optimum = 917.2508496951555  # solve_exact(p, method="milp"), status optimal
+    assert hp.place(p, "smp", seed=0).mean_jct == pytest.approx(optimum, rel=1e-9)
+
+
 def test_one_job_per_node_found_where_the_proxies_spread_a_job():
     """Few large nodes beside many small ones: the optimum gives each job its own node and leaves
     workers idle, where the size-priced proxies spread the largest job over six nodes (4.3 % above
