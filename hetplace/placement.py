@@ -388,9 +388,8 @@ class Placement:
     @property
     def shares(self):
         """ndarray of int64 (K,): samples per iteration of each worker (see the class docstring)."""
-        if self._shares is None:
+        if self._shares is None:  # two threads may both compute it: the same array, no lock needed
             self._shares = _shares_of(self.problem.batch, self.worker_job.shape[0], *self._share_args)
-            self._share_args = None
         return self._shares
 
     @property

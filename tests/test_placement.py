@@ -297,3 +297,25 @@ def test_gap_to_a_subnormal_reference_is_an_error_not_inf(problem, reference):
     pl = hp.place(problem, "greedy")
     with pytest.raises(hp.InvalidOptionError, match="too small"):
         pl.gap_to(reference)
+
+
+def test_shares_computed_on_first_use_are_the_largest_remainder_shares_from_any_thread():
+    """``Placement.shares`` is computed when first read (a decision rarely reads it); threads that
+    read it first at the same time all get the same, right values."""
+    import threading
+
+    from hetplace.data import gavel_path
+    from hetplace.instances import gavel_instance
+
+    p = gavel_instance(3, 64, 8, gavel_path())
+    wj = hp.place(p, "greedy").worker_job
+    want = largest_remainder_shares(p.batch, wj, p.worker_throughput)
+    for _ in range(20):
+        pl = hp.evaluate(p, wj)
+        got = []
+        threads = [threading.Thread(target=lambda: got.append(np.array(pl.shares))) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(got) == 4 and all(np.array_equal(g, want) for g in got)
