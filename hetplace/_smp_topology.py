@@ -443,20 +443,9 @@ def topology_place(problem, seed, opts, flat):
 
 def _place(problem, seed, opts, flat):
     """The body of :func:`topology_place`."""
-    from .categories import sample_categories
-
     S, K = problem.n_jobs, problem.n_workers
     t0 = time.perf_counter()
-    weighted = opts["sampling"] == "weighted"
-    cats = sample_categories(
-        problem.n_available, S, opts["samples"], seed=seed, exact=False, method=opts["sampling"],
-        centre=flat._bounded_centre(problem) if weighted else None,
-        **({"spread": opts["spread"]} if opts["spread"] is not None and weighted else {}),
-        backend=opts["backend"],
-    )
-    cats = np.ascontiguousarray(
-        flat.fit_sizes(cats, problem.max_workers, problem.min_workers, problem.n_available), dtype=np.int64
-    )
+    cats = flat._sampled_categories(problem, opts, seed)
     extra = flat._keep_candidates(problem, opts, seed) if problem.replacing else None
     t1 = time.perf_counter()
     # 1. the flat machinery on two size-priced proxies (the second only when its dense table is small)
@@ -489,7 +478,7 @@ def _place(problem, seed, opts, flat):
     ordered = [r[t] for t in range(width) for r in picks if t < len(r)]
     ordered = np.array(ordered, dtype=np.int64).reshape(-1, K)
     packed = np.concatenate([pack(problem, ordered, opts["backend"]), ordered])
-    if search:  # one job per node: a candidate the proxies miss when nodes differ in size
+    if search:  # each job on its own node or nodes of a rack: candidates the proxies miss
         one = domain_candidate(problem, opts["backend"])
         if one is not None:
             packed = np.concatenate([packed, one[None, :]])

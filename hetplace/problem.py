@@ -252,7 +252,7 @@ class Problem:
         self._capped = _frozen(np.flatnonzero((hi < K) | (lo > 1)))
         self._tables = {}
         self._classes = None
-        self._class_rhoc = None
+        self._class_rates_mc = None
         self._set_restart(iv.current, iv.restart_time)
         self._jct_alone = None
         self._set_weight(weight, iv)
@@ -304,7 +304,7 @@ class Problem:
                     v.setflags(write=False)
         self.__dict__.update(state)
         for name, default in (("weight", None), ("_objective", None), ("objective_scale", 1.0), ("topology", None),
-                              ("_class_rhoc", None)):
+                              ("_class_rates_mc", None)):
             self.__dict__.setdefault(name, default)  # a Problem pickled before job weights
 
     def _set_restart(self, cur, rt):
@@ -402,11 +402,11 @@ class Problem:
     def _class_table(self):
         """``(rhoC, mc)`` of :attr:`worker_classes`: every job's samples/s on one worker of each class
         ((S, C), C-contiguous) and the workers of each class ((C,)); computed once, read-only."""
-        if self._class_rhoc is None:
+        if self._class_rates_mc is None:
             members, starts, _ = self.worker_classes
-            self._class_rhoc = (_frozen(np.ascontiguousarray(self._class_rates(members[starts[:-1]]))),
+            self._class_rates_mc = (_frozen(np.ascontiguousarray(self._class_rates(members[starts[:-1]]))),
                                 _frozen(np.diff(starts)))
-        return self._class_rhoc
+        return self._class_rates_mc
 
     def _class_rates(self, workers, rows=slice(None)):
         """(jobs, len(workers)): the ``rows`` jobs' samples/s on each of ``workers``: ``worker_throughput[rows][:, workers]``."""

@@ -665,14 +665,29 @@ def _keep_candidates(problem, opts, seed):
     return np.array(rows, dtype=np.int64).reshape(len(rows), problem.n_workers)
 
 
+def _sampled_categories(problem, opts, seed):
+    """Step 1 of the module docstring: ``opts["samples"]`` categories ((N, S) int64, C-contiguous),
+    fitted to the size bounds (:func:`fit_sizes`, skipped when no job's bounds exclude a size)."""
+    from .categories import sample_categories
+
+    weighted = opts["sampling"] == "weighted"
+    cats = sample_categories(
+        problem.n_available, problem.n_jobs, opts["samples"], seed=seed, exact=False, method=opts["sampling"],
+        centre=_bounded_centre(problem) if weighted else None,
+        **({"spread": opts["spread"]} if opts["spread"] is not None and weighted else {}),
+        backend=opts["backend"],
+    )
+    if problem._capped.size:
+        cats = fit_sizes(cats, problem.max_workers, problem.min_workers, problem.n_available, opts["backend"])
+    return np.ascontiguousarray(cats, dtype=np.int64)
+
+
 def smp_place(problem, seed=None, **options):
     """Run SMP on a validated problem; returns ``(worker_job, info)``.
 
     Called by :func:`hetplace.place` with ``method="smp"``; options are
     documented there and in :data:`SMP_DEFAULTS`.
     """
-    from .categories import sample_categories
-
     opts = _iv(problem, options)
     S = problem.n_jobs
     if seed is None:
@@ -684,16 +699,7 @@ def smp_place(problem, seed=None, **options):
 
         return topology_place(problem, seed, opts, sys.modules[__name__])
     t0 = time.perf_counter()
-    weighted = opts["sampling"] == "weighted"
-    cats = sample_categories(
-        problem.n_available, S, opts["samples"], seed=seed, exact=False, method=opts["sampling"],
-        centre=_bounded_centre(problem) if weighted else None,
-        **({"spread": opts["spread"]} if opts["spread"] is not None and weighted else {}),
-        backend=opts["backend"],
-    )
-    if problem._capped.size:  # else every sampled size is already within its job's bounds
-        cats = fit_sizes(cats, problem.max_workers, problem.min_workers, problem.n_available, opts["backend"])
-    cats = np.ascontiguousarray(cats, dtype=np.int64)
+    cats = _sampled_categories(problem, opts, seed)
     extra = _keep_candidates(problem, opts, seed) if problem.replacing else None
     t1 = time.perf_counter()
     with np.errstate(divide="ignore", invalid="ignore"):  # the python backend's numpy scalars, as IEEE (docs of _core._jit)
