@@ -19,10 +19,16 @@ decision here:
    one takes whole nodes in one rack when a rack can hold it (the fullest
    nodes first, the last one best-fitting).  Kept jobs of a re-placement keep
    their very workers.
+   **Node DP** (:func:`dp_candidates`, up to :data:`SEARCH_FULL_K` workers
+   and while :data:`DP_MAX_WORK` allows): the exact optimum of a space where
+   every job is on one node (nodes shared) or on a run of consecutive whole
+   nodes plus part of the next, in a line order of the nodes, by dynamic
+   programming over the nodes and the subsets of jobs.
 3. **Exact local search.**  The best packed candidates are improved by the
    descent of :mod:`hetplace._core._topo` (moves, swaps, and consolidations
    that take a spread job into one node or rack), priced by the topology
-   exactly.
+   exactly; with the node DP's candidates among them, half the candidates
+   and half the kicks (:func:`search_budget`).
 4. **Choice.**  The candidate of lowest true total (restart losses included;
    the fairness rule of :func:`hetplace.smp._choose` when asked) wins.
 
@@ -41,7 +47,7 @@ import numpy as np
 from ._cost import price, restarted
 from . import _interrupt
 
-__all__ = ["topology_place", "pack", "node_candidate", "domain_candidate", "sweep_kicks", "DOMAIN_MAX", "DOMAIN_TRIES", "optimistic_table", "search_budget", "SEARCH_MAX_CELLS", "SEARCH_FULL_K",
+__all__ = ["topology_place", "pack", "node_candidate", "domain_candidate", "dp_candidates", "DP_MAX_WORK", "DP_SEARCH_SHARE", "sweep_kicks", "DOMAIN_MAX", "DOMAIN_TRIES", "optimistic_table", "search_budget", "SEARCH_MAX_CELLS", "SEARCH_FULL_K",
            "SEARCH_ROWS", "KICKS", "MAX_KICKS", "SLACK", "PATIENCE", "GREEDY_MAX_CELLS",
            "LARGE_PACKED"]
 
@@ -76,6 +82,11 @@ KICKS = 64
 #: 64 and 128 kicks, and reached it with 256.
 MAX_KICKS = 256
 
+#: With the node DP's candidates (:func:`dp_candidates`), the search's rows and kicks are divided by
+#: this: on 432 instances with proven optima (K = 16-64, S = 2-12), 8 rows of half the kicks and the DP
+#: came as near the optimum as the full search without it (docs/model.md §3.13) at a fraction of its time.
+DP_SEARCH_SHARE = 2
+
 #: A kick's result within this fraction of the best becomes the walk's next start.
 SLACK = 0.01
 
@@ -91,7 +102,7 @@ PATIENCE = None
 _MAX_STEPS = 100_000
 
 
-def search_budget(n_workers):
+def search_budget(n_workers, dp=False):
     """``(rows, kicks)`` of the exact search on ``n_workers`` workers.
 
     :data:`SEARCH_ROWS` rows up to :data:`SEARCH_FULL_K`, with :data:`KICKS`
@@ -102,11 +113,14 @@ def search_budget(n_workers):
     decisions take 0.4-0.9x the K = 64 one).  Above, rows shrink as
     ``(SEARCH_FULL_K / K)**3`` (at least 1) and kicks as ``SEARCH_FULL_K / K``
     (at least 8), so a decision's search stays within a small multiple of
-    its cost at :data:`SEARCH_FULL_K`.
+    its cost at :data:`SEARCH_FULL_K`.  ``dp``: the node DP's candidates are
+    among those searched (:func:`dp_candidates`, up to :data:`SEARCH_FULL_K`):
+    rows and kicks are divided by :data:`DP_SEARCH_SHARE`.
     """
     if n_workers <= SEARCH_FULL_K:
         f = SEARCH_FULL_K / max(n_workers, 1)
-        return SEARCH_ROWS, min(MAX_KICKS, int(KICKS * f ** 1.5))
+        rows, kicks = SEARCH_ROWS, min(MAX_KICKS, int(KICKS * f ** 1.5))
+        return (rows // DP_SEARCH_SHARE, kicks // DP_SEARCH_SHARE) if dp else (rows, kicks)
     f = SEARCH_FULL_K / n_workers
     return max(1, int(SEARCH_ROWS * f ** 3)), max(8, int(KICKS * f))
 
@@ -397,6 +411,155 @@ def domain_candidate(problem, backend="auto", multi=True):
     return wj
 
 
+#: The node DP (:func:`dp_candidates`) runs while its cost, about ``P (C + 1) 3**S`` steps plus its
+#: runs' (P nodes of at most C workers, S jobs), is at most this (S up to about 10 at K = 64):
+#: a few milliseconds.  Above it the search of the default budget does without it.
+DP_MAX_WORK = 2**23
+
+
+def _dp_work(P, C, S):
+    """The steps of :func:`hetplace._core._topo.dp_kernel` on ``P`` nodes of ``C`` workers and ``S`` jobs."""
+    return P * (C + 1) * 3 ** S + (P * (P + 1) // 2) * S * (C + 1) * 2 ** S
+
+
+def _dp_tables(problem, order):
+    """The node DP's inputs on the nodes in ``order``: ``(f, cap, h, run_a, run_b, workers)``.
+
+    ``f[p, i, c]``: job ``i`` on its ``c`` fastest usable workers of node ``order[p]`` at the
+    node's bandwidth; ``h[r, i, c]``: job ``i`` on all of its usable workers of the nodes of run
+    ``r`` (positions ``run_a[r]`` to ``run_b[r] - 1``) plus its ``c`` fastest of node
+    ``run_b[r]``, at most ``max_workers`` (then priced at their mean rate), its ring at its
+    rack's bandwidth when they share one, else at the top level's; both through
+    :func:`hetplace._cost.job_time` (+inf outside the size bounds or beyond its usable workers).
+    ``workers[p]``: the available workers of node ``order[p]``.
+    """
+    from ._cost import comm_cost_at, job_time
+
+    topo = problem.topology
+    S, P = problem.n_jobs, len(order)
+    workers = [np.flatnonzero((topo.node == v) & problem.available) for v in order]
+    cap = np.array([len(w) for w in workers], dtype=np.int64)
+    C = int(cap.max()) if P else 0
+    rates = np.zeros((S, P, C))  # each job's usable rates on each node, fastest first
+    for p, w in enumerate(workers):
+        rates[:, p, :len(w)] = -np.sort(-problem.worker_throughput[:, w], axis=1)
+    usable = (rates > 0).sum(axis=2)  # (S, P)
+    prefix = np.concatenate([np.zeros((S, P, 1)), np.cumsum(rates, axis=2)], axis=2)  # (S, P, C + 1)
+    jobs = np.arange(S)[:, None, None]
+    c = np.arange(C + 1)[None, None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        b = np.broadcast_to(topo.node_bandwidth[order][None, :, None], prefix.shape)
+        n = np.broadcast_to(c, prefix.shape)
+        f = job_time(problem, np.broadcast_to(jobs, prefix.shape), prefix, n, comm=comm_cost_at(
+            problem, np.broadcast_to(jobs, prefix.shape), n, b))
+    f = np.where((n >= 1) & (n <= usable[:, :, None]) & (n >= problem.min_workers[:, None, None]) & (
+        n <= problem.max_workers[:, None, None]), f, math.inf)
+    f = np.ascontiguousarray(f.transpose(1, 0, 2))  # (P, S, C + 1)
+    # runs [a, b): whole nodes a..b-1 plus c workers of node b
+    run_a, run_b = (x.astype(np.int64) for x in np.triu_indices(P + 1, 1))
+    run_b_node = np.minimum(run_b, P - 1) if P else run_b
+    cum_n = np.concatenate([np.zeros((S, 1)), np.cumsum(usable, axis=1)], axis=1)  # (S, P + 1)
+    cum_x = np.concatenate([np.zeros((S, 1)), np.cumsum(prefix[:, :, -1], axis=1)], axis=1)
+    whole_n = (cum_n[:, run_b] - cum_n[:, run_a])[:, :, None]  # (S, R, 1)
+    whole_x = (cum_x[:, run_b] - cum_x[:, run_a])[:, :, None]
+    inside = run_b < P
+    part_x = np.where(inside[None, :, None], prefix[:, run_b_node, :], 0.0)  # (S, R, C + 1)
+    part_ok = (c <= np.where(inside[None, :, None], np.minimum(usable[:, run_b_node, None],
+                                                               cap[run_b_node][None, :, None] - 1), 0))
+    n = whole_n + c
+    X = whole_x + part_x
+    hi = problem.max_workers[:, None, None]
+    X = np.where(n > hi, X * hi / np.maximum(n, 1), X)
+    n = np.minimum(n, hi)
+    rack = topo.node_rack[order] if topo.rack is not None else np.zeros(P, dtype=np.int64)
+    last = np.where(c[0] > 0, run_b_node[:, None], run_b[:, None] - 1)  # (R, C + 1): the run's last position
+    same = rack[run_a][:, None] == rack[last]
+    bw = np.where(same, topo.rack_bandwidth[rack[run_a]][:, None] if topo.rack is not None else topo.bandwidth,
+                  topo.bandwidth)
+    spread = np.where(c[0] > 0, (run_b - run_a)[:, None] >= 1, (run_b - run_a)[:, None] >= 2)
+    jr = np.broadcast_to(jobs, n.shape)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        h = job_time(problem, jr, X, n, comm=comm_cost_at(problem, jr, n, np.broadcast_to(bw[None], n.shape)))
+    h = np.where(part_ok & spread[None] & (n >= np.maximum(problem.min_workers[:, None, None], 2)), h, math.inf)
+    return f, cap, np.ascontiguousarray(h.transpose(1, 0, 2)), run_a, run_b, workers
+
+
+def _knapsack(fp, cap, jobs):
+    """The sizes of ``jobs`` alone on one node of ``cap`` workers at least summed cost ``fp[i, c]``: {job: c}."""
+    best = {0: (0.0, ())}
+    for j in jobs:
+        nxt = {}
+        for u, (cost, sizes) in best.items():
+            for c in range(1, cap - u + 1):
+                v = cost + fp[j, c]
+                if v < math.inf and (u + c not in nxt or v < nxt[u + c][0]):
+                    nxt[u + c] = (v, sizes + (c,))
+        best = nxt
+    u = min(best, key=lambda u: (best[u][0], u))
+    return dict(zip(jobs, best[u][1]))
+
+
+def _give(wj, rho, i, workers, m):
+    """Job ``i`` takes its ``m`` fastest free usable workers of ``workers`` (ties to the lower index)."""
+    w = workers[(rho[i, workers] > 0) & (wj[workers] < 0)]
+    wj[w[np.lexsort((w, -rho[i, w]))[:max(int(m), 0)]]] = i
+
+
+def dp_candidates(problem, backend="auto"):
+    """The node DP's placements (docs/model.md §3.13): a list of assignments ((K,) int64), maybe empty.
+
+    Every job on one node (several may share one) or on a run of consecutive
+    whole nodes plus part of the next, in a line order of the nodes (rack by
+    rack, node ids within): the exact optimum of that space
+    (:func:`hetplace._core._topo.dp_kernel`), once in that order and once
+    reversed (a part before the run).  A job takes its fastest usable workers
+    of its nodes.  Priced by the kernel as :func:`_dp_tables` says (exact when
+    a node's workers are alike for the job), then exactly by the caller.
+    Empty when there are no nodes, the cost (:func:`_dp_work`) exceeds
+    :data:`DP_MAX_WORK`, or no placement of the space gives every job a worker.
+    """
+    from ._core._registry import resolve
+
+    topo = problem.topology
+    S, K, N = problem.n_jobs, problem.n_workers, len(topo.node_bandwidth)
+    C = int(np.bincount(topo.node[problem.available], minlength=N).max()) if N else 0
+    if N == 0 or S == 0 or _dp_work(N, C, S) > DP_MAX_WORK:
+        return []
+    kernels = resolve(backend)[1]
+    rack = topo.node_rack if topo.rack is not None else np.zeros(N, dtype=np.int64)
+    forward = np.lexsort((np.arange(N), rack))
+    rho, hi, M = problem.worker_throughput, problem.max_workers, 1 << S
+    out = []
+    for order in (forward, forward[::-1].copy()):
+        f, cap, h, run_a, run_b, workers = _dp_tables(problem, order)
+        dp, back, how, tback, tprev = kernels.topo_dp(f, cap, h, run_a, run_b, True)
+        if not dp[N, M - 1] < math.inf:
+            continue
+        wj = np.full(K, -1, dtype=np.int64)
+        q, mask = N, M - 1
+        while q > 0:
+            prev, step = int(back[q, mask]), int(how[q, mask])
+            if step >= 0:  # a job on a run of whole nodes
+                r, i = divmod(step, S)
+                _give(wj, rho, i, np.concatenate(workers[run_a[r]:run_b[r]]), hi[i])
+                q, mask = int(run_a[r]), prev
+                continue
+            p, taken, start = q - 1, 0, None
+            if step <= -2:  # beside part of the node taken by a run
+                taken, m = divmod(-step - 2, M)
+                r, i = divmod(int(tback[p, m, taken]), S)
+                _give(wj, rho, i, workers[p], taken)
+                _give(wj, rho, i, np.concatenate(workers[run_a[r]:run_b[r]]), hi[i] - taken)
+                start = (int(run_a[r]), int(tprev[p, m, taken]))
+                prev = m
+            alone = [j for j in range(S) if (mask ^ prev) >> j & 1]
+            for j, c in _knapsack(f[p], int(cap[p]) - taken, alone).items():
+                _give(wj, rho, j, workers[p], c)
+            q, mask = start if start is not None else (p, prev)
+        out.append(wj)
+    return out
+
+
 def _distinct(rows):
     """Indices of the distinct rows of ``rows`` (first occurrence, in order)."""
     seen, keep = set(), []
@@ -478,7 +641,11 @@ def _place(problem, seed, opts, flat):
     ordered = [r[t] for t in range(width) for r in picks if t < len(r)]
     ordered = np.array(ordered, dtype=np.int64).reshape(-1, K)
     packed = np.concatenate([pack(problem, ordered, opts["backend"]), ordered])
-    if search:  # each job on its own node or nodes of a rack: candidates the proxies miss
+    dp = search and K <= SEARCH_FULL_K and not problem.replacing
+    dp_rows = dp_candidates(problem, opts["backend"]) if dp else []
+    if dp_rows:  # the node DP's exact optima of its space (it holds the domain candidate's)
+        packed = np.concatenate([packed, np.array(dp_rows, dtype=np.int64)])
+    elif search:  # each job on its own node or nodes of a rack: candidates the proxies miss
         one = domain_candidate(problem, opts["backend"])
         if one is not None:
             packed = np.concatenate([packed, one[None, :]])
@@ -496,7 +663,7 @@ def _place(problem, seed, opts, flat):
     searched = 0
     if search:
         # 3. the exact descent on the best packed candidates
-        n_rows, n_kicks = search_budget(K)
+        n_rows, n_kicks = search_budget(K, bool(dp_rows))
         best = np.argsort(total, kind="stable")[:n_rows]
         best = best[np.isfinite(total[best])]
         sub = np.ascontiguousarray(packed[best])

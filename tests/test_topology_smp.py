@@ -331,3 +331,153 @@ def test_one_job_per_node_found_where_the_proxies_spread_a_job():
     opt = solve_exact(p, method="milp", time_limit=120)
     assert opt.status == "optimal"
     assert pl.mean_jct <= opt.objective * (1 + 1e-9)
+
+
+def _line_positions(topo):
+    """The node DP's line order as each node's position: rack by rack, node ids within."""
+    N = len(topo.node_bandwidth)
+    rack = topo.node_rack if topo.rack is not None else np.zeros(N, dtype=int)
+    pos = np.empty(N, dtype=int)
+    pos[np.lexsort((np.arange(N), rack))] = np.arange(N)
+    return pos
+
+
+def _in_dp_space(wj, wpos, S):
+    """Whether ``wj`` is in the node DP's space (forward order): each job on one node, or on
+    consecutive positions of which all but the last are wholly its own; the last is its own or
+    shared with one-node jobs only, and holds the part of one such job at most."""
+    parts = set()
+    for i in range(S):
+        q = sorted(set(wpos[wj == i].tolist()))
+        if len(q) <= 1:
+            continue
+        if q != list(range(q[0], q[-1] + 1)):
+            return False
+        if any(np.any(wj[wpos == v] != i) for v in q[:-1]):
+            return False
+        last = wj[wpos == q[-1]]
+        if np.all(last == i):
+            continue
+        if q[-1] in parts:
+            return False
+        parts.add(q[-1])
+        if any(len(set(wpos[wj == j].tolist())) > 1 for j in set(last.tolist()) - {i, -1}):
+            return False
+    return True
+
+
+def _dp_space_reference(p):
+    """The least sum of job times over the node DP's space, every assignment tried (slow, obvious)."""
+    import itertools
+
+    topo, S, K = p.topology, p.n_jobs, p.n_workers
+    wpos = _line_positions(topo)[topo.node]
+    rows = np.array(list(itertools.product(range(-1, S), repeat=K)), dtype=np.int64)
+    n = np.stack([(rows == i).sum(axis=1) for i in range(S)], axis=1)
+    rows = rows[np.all(n >= np.maximum(p.min_workers, 1), axis=1) & np.all(n <= p.max_workers, axis=1)]
+    keep = [wj for wj in rows if _in_dp_space(wj, wpos, S)]
+    return float(price(p, np.array(keep)).total.min())
+
+
+def _one_type_nodes(p):
+    return all(len(set(p.worker_type[p.topology.node == v].tolist())) == 1
+               for v in range(len(p.topology.node_bandwidth)))
+
+
+def _four_nodes(seed):
+    """Eight GPUs of two types in four 2-GPU nodes, two racks (or none), three jobs."""
+    rng = np.random.default_rng([seed, 31])
+    rho = rng.uniform(1.0, 10.0, (3, 2))
+    batch = rng.integers(8, 257, 3)
+    iters = rng.integers(100, 2001, 3).astype(float)
+    grad = rng.uniform(0.05, 1.5, 3) * batch / rho.mean(axis=1) * 1e9
+    kw = dict(node=np.repeat(np.arange(4), 2), node_bandwidth=rng.uniform(10, 40, 4) * 1e9)
+    if seed % 2 == 0:
+        kw.update(rack=[0, 1, 0, 1], rack_bandwidth=rng.uniform(2, 8) * 1e9)  # the line order: 0, 2, 1, 3
+    return Problem(rho, [4, 4], batch, iters, grad, 1e9, **kw)
+
+
+def _shared_node(seed):
+    """Two 4-GPU nodes of a fast type and a 1-GPU node of a slow one; a long job that communicates
+    little beside a short one: the best of the DP's space gives the long job a node and most of
+    the next, the short one the rest of it (a run with a part)."""
+    rng = np.random.default_rng([seed, 37])
+    rho = np.column_stack([rng.uniform(5, 10, 2), rng.uniform(0.5, 2, 2)])
+    batch = np.array([256, int(rng.integers(16, 129))])
+    iters = np.array([2000.0, float(rng.integers(100, 800))])
+    grad = rng.uniform(0.002, 0.05, 2) * batch / rho[:, 0] * 1e9
+    kw = dict(node=np.array([0] * 4 + [1] * 4 + [2]), node_bandwidth=rng.uniform(10, 40, 3) * 1e9)
+    if seed % 2 == 0:
+        kw.update(rack=[0, 0, 1], rack_bandwidth=rng.uniform(2, 8) * 1e9)
+    return Problem(rho, [8, 1], batch, iters, grad, 1e9, **kw)
+
+
+@pytest.mark.parametrize("seed", range(14))
+def test_node_dp_is_exact_on_its_space(seed):
+    """The node DP's forward candidate and its value are the best placement of its space
+    (one-type nodes without speeds or size bounds, where its pricing is exact)."""
+    from hetplace._smp_topology import dp_candidates
+
+    if seed < 6:
+        p = next(q for q in (tiny_topology(100 * seed + t, n_workers=7, n_jobs=3) for t in range(100))
+                 if _one_type_nodes(q))
+    elif seed < 10:
+        p = _four_nodes(seed)
+    else:
+        p = _shared_node(seed)
+    want = _dp_space_reference(p)
+    got = dp_candidates(p)
+    assert len(got) == 2
+    _check_feasible(p, got[0])
+    assert price(p, got[0]).total == pytest.approx(want, rel=1e-12)
+    assert min(price(p, wj).total for wj in got) <= want * (1 + 1e-12)
+    if seed >= 10:  # a run with a part: job 0 on node 0 and part of node 1, job 1 on the rest
+        assert set(p.topology.node[got[0] == 0].tolist()) == {0, 1}
+        assert set(p.topology.node[got[0] == 1].tolist()) == {1}
+
+
+def test_node_dp_kernel_agrees_across_backends_with_ties():
+    """The kernel's tables and back pointers, bit for bit, on integer costs (many ties) with gaps."""
+    from hetplace._core._registry import kernels
+
+    rng = np.random.default_rng(5)
+    P, S, C = 5, 4, 4
+    f = rng.integers(1, 6, (P, S, C + 1)).astype(float)
+    f[rng.random(f.shape) < 0.2] = math.inf
+    f[:, :, 0] = math.inf
+    cap = rng.integers(1, C + 1, P)
+    run_a, run_b = np.triu_indices(P + 1, 1)
+    h = rng.integers(1, 9, (len(run_a), S, C + 1)).astype(float)
+    h[rng.random(h.shape) < 0.2] = math.inf
+    out = [kernels(b).topo_dp(f, cap, h, run_a, run_b, True) for b in BACKENDS]
+    assert np.isfinite(out[0][0][P, -1])
+    for other in out[1:]:
+        for x, y in zip(out[0], other):
+            assert np.array_equal(x, y)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_node_dp_candidates_are_feasible_and_in_their_space(seed):
+    from hetplace._smp_topology import dp_candidates
+
+    p = tiny_topology(seed, racks=seed % 2 == 0, speeds=seed % 3 == 0, bounds=seed % 4 == 0)
+    if seed % 5 == 0:
+        p = _with_down_worker(p, seed % p.n_workers)
+    got = dp_candidates(p)
+    again = dp_candidates(p)
+    assert len(got) == len(again) and all(np.array_equal(a, b) for a, b in zip(got, again))
+    wpos = _line_positions(p.topology)[p.topology.node]
+    for t, wj in enumerate(got):
+        _check_feasible(p, wj)
+        # forward: parts after the runs; reversed: the same with positions mirrored
+        assert _in_dp_space(wj, wpos if t == 0 else wpos.max() - wpos, p.n_jobs)
+
+
+def test_node_dp_skipped_above_its_budget(monkeypatch):
+    import hetplace._smp_topology as topo
+
+    p = tiny_topology(4, n_workers=7, n_jobs=3)
+    assert topo.dp_candidates(p)
+    monkeypatch.setattr(topo, "DP_MAX_WORK", 0)
+    assert topo.dp_candidates(p) == []
+    _check_feasible(p, hp.place(p, "smp", seed=0).worker_job)

@@ -82,6 +82,7 @@ class Kernels:
     # hetplace/_core/_topo.py
     topo_polish_rows: Callable
     topo_pack_rows: Callable
+    topo_dp: Callable
 
 
 #: The kernel fields of every :class:`Kernels` record (all but ``backend``).
@@ -197,6 +198,7 @@ def _record(backend, polish, ordinal, market, categories, topo):
         sample_weighted_perturb=categories.sample_weighted_perturb,
         topo_polish_rows=topo.topo_polish_rows,
         topo_pack_rows=topo.topo_pack_rows,
+        topo_dp=topo.topo_dp,
     )
 
 

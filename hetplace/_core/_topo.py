@@ -27,7 +27,8 @@ move or a swap is priced in O(1).  Neighbourhoods, in this order:
   improves is taken, priced exactly from scratch.
 
 Every accepted step lowers the total by more than ``REL_GAIN`` of it, so the
-descent ends.  Rules of the source: those of :mod:`hetplace._core._polish`
+descent ends.  :func:`dp_kernel` is the node DP that gives SMP exact
+candidates of a restricted space (:func:`hetplace._smp_topology.dp_candidates`).  Rules of the source: those of :mod:`hetplace._core._polish`
 (kernels take typed arrays and scalars, never allocate, declare every local).
 Private: inputs are trusted (built by :mod:`hetplace.smp`).
 """
@@ -40,7 +41,7 @@ import cython
 import numpy as np
 from cython.parallel import prange
 
-__all__ = ["COMPILED", "topo_polish_rows", "topo_totals", "topo_pack_rows", "pack_kernel"]
+__all__ = ["COMPILED", "topo_polish_rows", "topo_totals", "topo_pack_rows", "pack_kernel", "topo_dp", "dp_kernel"]
 
 #: True in the extension built by ``cythonize``; False when this source runs under Numba or as Python.
 COMPILED = cython.compiled
@@ -821,6 +822,175 @@ def topo_pack_rows(rows, worker_type, n_types, node, node_rack, bwn, has_rack, a
                       np.zeros((R, K), dtype=np.uint8), np.zeros((R, S, G), dtype=np.int64),
                       np.zeros((R, N * G), dtype=np.int64), np.zeros((R, NR), dtype=np.int64), nt)
     return out
+
+
+@cython.cfunc
+@cython.nogil
+@cython.exceptval(check=False)
+def dp_kernel(f: cython.const[cython.double][:, :, ::1], cap: cython.const[cython.longlong][::1],
+              h: cython.const[cython.double][:, :, ::1], run_a: cython.const[cython.longlong][::1],
+              run_b: cython.const[cython.longlong][::1], part: cython.bint, dp: cython.double[:, ::1],
+              back: cython.longlong[:, ::1], how: cython.longlong[:, ::1], tmp: cython.double[:, ::1],
+              tback: cython.longlong[:, :, ::1], tprev: cython.longlong[:, :, ::1],
+              G: cython.double[:, ::1]) -> cython.void:
+    """Exact dynamic programme over the nodes in a line order and the subsets of jobs (docs/model.md §3.13).
+
+    Position ``p`` is a node with ``cap[p]`` workers; ``f[p, i, c]`` is job ``i`` alone on ``c``
+    of them (+inf where it cannot); ``h[r, i, c]`` is job ``i`` on the whole nodes of run ``r``
+    (positions ``run_a[r]`` to ``run_b[r] - 1``) plus ``c`` workers of node ``run_b[r]`` (``c = 0``:
+    none; then the run has two nodes or more).  Every job takes one node (several jobs may share
+    it, within its capacity) or one run; ``dp[p, mask]`` is the least summed cost of the jobs of
+    ``mask`` on the positions before ``p``.  Back pointers: ``back[p, mask]`` the mask before
+    the step into ``p``, ``how[p, mask]`` -1 (jobs ``mask ^ back`` on node ``p - 1``), ``r S + i``
+    (job ``i`` on run ``r``), or ``-(2 + c M + m)``: the jobs ``mask ^ m`` on node ``p - 1`` beside
+    ``c`` of its workers taken by a run, whose state ``(m, c)`` has ``tback[p - 1, m, c] = r S + i``
+    and ``tprev[p - 1, m, c]`` the mask before that run.  ``part``: runs with part of a node.
+    ``M = 2**S`` masks; ``G`` and ``tmp`` are work arrays ((M, C + 1)).  Cost: about
+    ``P (C + 1) 3**S`` steps.
+    """
+    P: cython.Py_ssize_t = f.shape[0]
+    S: cython.Py_ssize_t = f.shape[1]
+    C: cython.Py_ssize_t = f.shape[2] - 1
+    R: cython.Py_ssize_t = run_a.shape[0]
+    M: cython.Py_ssize_t = dp.shape[1]
+    full: cython.Py_ssize_t = M - 1
+    p: cython.Py_ssize_t
+    q: cython.Py_ssize_t
+    r: cython.Py_ssize_t
+    i: cython.Py_ssize_t
+    j: cython.Py_ssize_t
+    u: cython.Py_ssize_t
+    c: cython.Py_ssize_t
+    c0: cython.Py_ssize_t
+    A: cython.Py_ssize_t
+    B: cython.Py_ssize_t
+    mask: cython.Py_ssize_t
+    comp: cython.Py_ssize_t
+    nxt: cython.Py_ssize_t
+    d: cython.double
+    v: cython.double
+    best: cython.double
+    for p in range(P + 1):
+        for mask in range(M):
+            dp[p, mask] = INF
+            back[p, mask] = -1
+            how[p, mask] = -1
+    dp[0, 0] = 0.0
+    for p in range(P):
+        c0 = cap[p]
+        # G[A, u]: the least summed cost of the jobs of A alone on u workers of node p at most
+        for u in range(C + 1):
+            G[0, u] = 0.0
+        for A in range(1, M):
+            j = 0
+            B = A
+            while B > 1:
+                B >>= 1
+                j += 1
+            B = A ^ (1 << j)
+            for u in range(c0 + 1):
+                best = INF
+                for c in range(1, u + 1):
+                    v = G[B, u - c] + f[p, j, c]
+                    if v < best:
+                        best = v
+                G[A, u] = best
+            for u in range(1, c0 + 1):
+                if G[A, u - 1] < G[A, u]:
+                    G[A, u] = G[A, u - 1]
+        # a run that takes c workers of node p: its states (mask, c)
+        for mask in range(M):
+            for c in range(C + 1):
+                tmp[mask, c] = INF
+                tback[p, mask, c] = -1
+                tprev[p, mask, c] = -1
+        if part:
+            for r in range(R):
+                if run_b[r] != p:
+                    continue
+                for mask in range(M):
+                    d = dp[run_a[r], mask]
+                    if d == INF:
+                        continue
+                    for i in range(S):
+                        if (mask >> i) & 1:
+                            continue
+                        nxt = mask | (1 << i)
+                        for c in range(1, c0):
+                            v = d + h[r, i, c]
+                            if v < tmp[nxt, c]:
+                                tmp[nxt, c] = v
+                                tback[p, nxt, c] = r * S + i
+                                tprev[p, nxt, c] = mask
+        # node p: jobs alone on it (any subset of those left), beside a run's part or not
+        for mask in range(M):
+            comp = full ^ mask
+            d = dp[p, mask]
+            if d < INF:
+                A = comp
+                while True:
+                    v = d + G[A, c0]
+                    if v < dp[p + 1, mask | A]:
+                        dp[p + 1, mask | A] = v
+                        back[p + 1, mask | A] = mask
+                        how[p + 1, mask | A] = -1
+                    if A == 0:
+                        break
+                    A = (A - 1) & comp
+            if part:
+                for c in range(1, c0):
+                    d = tmp[mask, c]
+                    if d == INF:
+                        continue
+                    A = comp
+                    while True:
+                        v = d + G[A, c0 - c]
+                        if v < dp[p + 1, mask | A]:
+                            dp[p + 1, mask | A] = v
+                            back[p + 1, mask | A] = mask
+                            how[p + 1, mask | A] = -(2 + c * M + mask)
+                        if A == 0:
+                            break
+                        A = (A - 1) & comp
+        # runs of whole nodes starting at p
+        for r in range(R):
+            if run_a[r] != p or run_b[r] - p < 2:
+                continue
+            q = run_b[r]
+            for mask in range(M):
+                d = dp[p, mask]
+                if d == INF:
+                    continue
+                for i in range(S):
+                    if (mask >> i) & 1:
+                        continue
+                    nxt = mask | (1 << i)
+                    v = d + h[r, i, 0]
+                    if v < dp[q, nxt]:
+                        dp[q, nxt] = v
+                        back[q, nxt] = mask
+                        how[q, nxt] = r * S + i
+
+
+def topo_dp(f, cap, h, run_a, run_b, part=True):
+    """Run :func:`dp_kernel`; returns ``(dp, back, how, tback, tprev)`` (see there).
+
+    ``f`` float64 (P, S, C + 1), ``cap`` int64 (P,), ``h`` float64 (R, S, C + 1), ``run_a`` and
+    ``run_b`` int64 (R,).
+    """
+    f = np.ascontiguousarray(f, dtype=np.float64)
+    h = np.ascontiguousarray(h, dtype=np.float64)
+    P, S, C1 = f.shape
+    M = 1 << S
+    dp = np.empty((P + 1, M))
+    back = np.empty((P + 1, M), dtype=np.int64)
+    how = np.empty((P + 1, M), dtype=np.int64)
+    tback = np.empty((max(P, 1), M, C1), dtype=np.int64)
+    tprev = np.empty((max(P, 1), M, C1), dtype=np.int64)
+    dp_kernel(f, np.ascontiguousarray(cap, dtype=np.int64), h, np.ascontiguousarray(run_a, dtype=np.int64),
+              np.ascontiguousarray(run_b, dtype=np.int64), bool(part), dp, back, how, np.empty((M, C1)),
+              tback, tprev, np.empty((M, C1)))
+    return dp, back, how, tback, tprev
 
 
 def _model(rho, jp, ji, node, node_rack, bwn, bwr):
