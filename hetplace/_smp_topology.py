@@ -484,19 +484,15 @@ def _dp_tables(problem, order):
     return f, cap, np.ascontiguousarray(h.transpose(1, 0, 2)), run_a, run_b, workers
 
 
-def _knapsack(fp, cap, jobs):
-    """The sizes of ``jobs`` alone on one node of ``cap`` workers at least summed cost ``fp[i, c]``: {job: c}."""
-    best = {0: (0.0, ())}
-    for j in jobs:
-        nxt = {}
-        for u, (cost, sizes) in best.items():
-            for c in range(1, cap - u + 1):
-                v = cost + fp[j, c]
-                if v < math.inf and (u + c not in nxt or v < nxt[u + c][0]):
-                    nxt[u + c] = (v, sizes + (c,))
-        best = nxt
-    u = min(best, key=lambda u: (best[u][0], u))
-    return dict(zip(jobs, best[u][1]))
+def _alone(size, A, u):
+    """``{job: workers}`` of the jobs of mask ``A`` alone on at most ``u`` workers of a node, from the
+    node DP's ``size`` table of that node (:func:`hetplace._core._topo.dp_kernel`)."""
+    out = {}
+    while A:
+        j = A.bit_length() - 1
+        out[j] = int(size[A, u])
+        A, u = A ^ (1 << j), u - out[j]
+    return out
 
 
 def _give(wj, rho, i, workers, m):
@@ -532,7 +528,7 @@ def dp_candidates(problem, backend="auto"):
     out = []
     for order in (forward, forward[::-1].copy()):
         f, cap, h, run_a, run_b, workers = _dp_tables(problem, order)
-        dp, back, how, tback, tprev = kernels.topo_dp(f, cap, h, run_a, run_b, True)
+        dp, back, how, size, tback, tprev = kernels.topo_dp(f, cap, h, run_a, run_b, True)
         if not dp[N, M - 1] < math.inf:
             continue
         wj = np.full(K, -1, dtype=np.int64)
@@ -546,14 +542,12 @@ def dp_candidates(problem, backend="auto"):
                 continue
             p, taken, start = q - 1, 0, None
             if step <= -2:  # beside part of the node taken by a run
-                taken, m = divmod(-step - 2, M)
-                r, i = divmod(int(tback[p, m, taken]), S)
+                taken = -step - 2
+                r, i = divmod(int(tback[p * f.shape[2] + taken, prev]), S)
                 _give(wj, rho, i, workers[p], taken)
                 _give(wj, rho, i, np.concatenate(workers[run_a[r]:run_b[r]]), hi[i] - taken)
-                start = (int(run_a[r]), int(tprev[p, m, taken]))
-                prev = m
-            alone = [j for j in range(S) if (mask ^ prev) >> j & 1]
-            for j, c in _knapsack(f[p], int(cap[p]) - taken, alone).items():
+                start = (int(run_a[r]), int(tprev[p * f.shape[2] + taken, prev]))
+            for j, c in _alone(size[p], mask ^ prev, int(cap[p]) - taken).items():
                 _give(wj, rho, j, workers[p], c)
             q, mask = start if start is not None else (p, prev)
         out.append(wj)

@@ -825,13 +825,70 @@ def topo_pack_rows(rows, worker_type, n_types, node, node_rack, bwn, has_rack, a
 
 
 @cython.cfunc
+@cython.inline
+@cython.nogil
+@cython.exceptval(check=False)
+def _node_step(dp: cython.double[:, ::1], back: cython.longlong[:, ::1], how: cython.longlong[:, ::1],
+               G: cython.const[cython.double][:, ::1], p: cython.Py_ssize_t, mask: cython.Py_ssize_t,
+               d: cython.double, u: cython.Py_ssize_t, code: cython.longlong) -> cython.void:
+    """From ``d`` (jobs ``mask`` placed before position ``p``), every subset ``A`` of the others alone
+    on node ``p`` within ``u`` workers: lower ``dp[p + 1, mask | A]`` (back pointer ``mask``, ``code``)."""
+    comp: cython.Py_ssize_t = (dp.shape[1] - 1) ^ mask
+    A: cython.Py_ssize_t = comp
+    v: cython.double
+    while True:
+        v = d + G[A, u]
+        if v < dp[p + 1, mask | A]:
+            dp[p + 1, mask | A] = v
+            back[p + 1, mask | A] = mask
+            how[p + 1, mask | A] = code
+        if A == 0:
+            break
+        A = (A - 1) & comp
+
+
+@cython.cfunc
+@cython.inline
+@cython.nogil
+@cython.exceptval(check=False)
+def _run_step(dp: cython.const[cython.double][:, ::1], a: cython.Py_ssize_t,
+              h: cython.const[cython.double][:, :, ::1], r: cython.Py_ssize_t, c_lo: cython.Py_ssize_t,
+              c_hi: cython.Py_ssize_t, val: cython.double[:, ::1], prev: cython.longlong[:, ::1],
+              code: cython.longlong[:, ::1], row: cython.Py_ssize_t, brow: cython.Py_ssize_t) -> cython.void:
+    """From every state ``dp[a, mask]``, one job not in ``mask`` takes run ``r`` with ``c`` workers
+    of the next node (``c_lo <= c < c_hi``): lower ``val[row + c, mask | job]`` (``prev[brow + c, .]``
+    the mask, ``code[brow + c, .]`` ``r S + job``)."""
+    S: cython.Py_ssize_t = h.shape[1]
+    mask: cython.Py_ssize_t
+    i: cython.Py_ssize_t
+    c: cython.Py_ssize_t
+    nxt: cython.Py_ssize_t
+    d: cython.double
+    v: cython.double
+    for mask in range(val.shape[1]):
+        d = dp[a, mask]
+        if d == INF:
+            continue
+        for i in range(S):
+            if (mask >> i) & 1:
+                continue
+            nxt = mask | (1 << i)
+            for c in range(c_lo, c_hi):
+                v = d + h[r, i, c]
+                if v < val[row + c, nxt]:
+                    val[row + c, nxt] = v
+                    prev[brow + c, nxt] = mask
+                    code[brow + c, nxt] = r * S + i
+
+
+@cython.cfunc
 @cython.nogil
 @cython.exceptval(check=False)
 def dp_kernel(f: cython.const[cython.double][:, :, ::1], cap: cython.const[cython.longlong][::1],
               h: cython.const[cython.double][:, :, ::1], run_a: cython.const[cython.longlong][::1],
               run_b: cython.const[cython.longlong][::1], part: cython.bint, dp: cython.double[:, ::1],
-              back: cython.longlong[:, ::1], how: cython.longlong[:, ::1], tmp: cython.double[:, ::1],
-              tback: cython.longlong[:, :, ::1], tprev: cython.longlong[:, :, ::1],
+              back: cython.longlong[:, ::1], how: cython.longlong[:, ::1], size: cython.longlong[:, :, ::1],
+              tmp: cython.double[:, ::1], tback: cython.longlong[:, ::1], tprev: cython.longlong[:, ::1],
               G: cython.double[:, ::1]) -> cython.void:
     """Exact dynamic programme over the nodes in a line order and the subsets of jobs (docs/model.md §3.13).
 
@@ -841,23 +898,22 @@ def dp_kernel(f: cython.const[cython.double][:, :, ::1], cap: cython.const[cytho
     none; then the run has two nodes or more).  Every job takes one node (several jobs may share
     it, within its capacity) or one run; ``dp[p, mask]`` is the least summed cost of the jobs of
     ``mask`` on the positions before ``p``.  Back pointers: ``back[p, mask]`` the mask before
-    the step into ``p``, ``how[p, mask]`` -1 (jobs ``mask ^ back`` on node ``p - 1``), ``r S + i``
-    (job ``i`` on run ``r``), or ``-(2 + c M + m)``: the jobs ``mask ^ m`` on node ``p - 1`` beside
-    ``c`` of its workers taken by a run, whose state ``(m, c)`` has ``tback[p - 1, m, c] = r S + i``
-    and ``tprev[p - 1, m, c]`` the mask before that run.  ``part``: runs with part of a node.
-    ``M = 2**S`` masks; ``G`` and ``tmp`` are work arrays ((M, C + 1)).  Cost: about
-    ``P (C + 1) 3**S`` steps.
+    the step into ``p``, ``how[p, mask]`` -1 (jobs ``mask ^ back`` alone on node ``p - 1``),
+    ``r S + i`` (job ``i`` on run ``r``), or ``-(2 + c)``: the jobs ``mask ^ back`` alone on node
+    ``p - 1`` beside ``c`` of its workers taken by a run, whose state ``(back, c)`` has
+    ``tback[(p - 1) (C + 1) + c, back] = r S + i`` and ``tprev[...]`` (the same place) the mask
+    before that run.
+    ``size[p, A, u]``: the workers of the highest job of ``A`` when the jobs of ``A`` are alone on
+    at most ``u`` workers of node ``p`` at least cost (the rest: ``A`` without it on ``u`` less
+    those).  ``part``: runs with part of a node.  ``M = 2**S`` masks; ``G`` ((M, C + 1)) and
+    ``tmp`` ((C + 1, M)) are work arrays.  Cost: about ``P (C + 1) 3**S`` steps.
     """
     P: cython.Py_ssize_t = f.shape[0]
-    S: cython.Py_ssize_t = f.shape[1]
     C: cython.Py_ssize_t = f.shape[2] - 1
     R: cython.Py_ssize_t = run_a.shape[0]
     M: cython.Py_ssize_t = dp.shape[1]
-    full: cython.Py_ssize_t = M - 1
     p: cython.Py_ssize_t
-    q: cython.Py_ssize_t
     r: cython.Py_ssize_t
-    i: cython.Py_ssize_t
     j: cython.Py_ssize_t
     u: cython.Py_ssize_t
     c: cython.Py_ssize_t
@@ -865,9 +921,7 @@ def dp_kernel(f: cython.const[cython.double][:, :, ::1], cap: cython.const[cytho
     A: cython.Py_ssize_t
     B: cython.Py_ssize_t
     mask: cython.Py_ssize_t
-    comp: cython.Py_ssize_t
-    nxt: cython.Py_ssize_t
-    d: cython.double
+    bc: cython.longlong
     v: cython.double
     best: cython.double
     for p in range(P + 1):
@@ -881,6 +935,7 @@ def dp_kernel(f: cython.const[cython.double][:, :, ::1], cap: cython.const[cytho
         # G[A, u]: the least summed cost of the jobs of A alone on u workers of node p at most
         for u in range(C + 1):
             G[0, u] = 0.0
+            size[p, 0, u] = 0
         for A in range(1, M):
             j = 0
             B = A
@@ -890,90 +945,44 @@ def dp_kernel(f: cython.const[cython.double][:, :, ::1], cap: cython.const[cytho
             B = A ^ (1 << j)
             for u in range(c0 + 1):
                 best = INF
+                bc = 0
                 for c in range(1, u + 1):
                     v = G[B, u - c] + f[p, j, c]
                     if v < best:
                         best = v
+                        bc = c
                 G[A, u] = best
+                size[p, A, u] = bc
             for u in range(1, c0 + 1):
                 if G[A, u - 1] < G[A, u]:
                     G[A, u] = G[A, u - 1]
-        # a run that takes c workers of node p: its states (mask, c)
-        for mask in range(M):
-            for c in range(C + 1):
-                tmp[mask, c] = INF
-                tback[p, mask, c] = -1
-                tprev[p, mask, c] = -1
+                    size[p, A, u] = size[p, A, u - 1]
+        # a run that takes c workers of node p: its states (c, mask)
+        for c in range(C + 1):
+            for mask in range(M):
+                tmp[c, mask] = INF
+                tback[p * (C + 1) + c, mask] = -1
+                tprev[p * (C + 1) + c, mask] = -1
         if part:
             for r in range(R):
-                if run_b[r] != p:
-                    continue
-                for mask in range(M):
-                    d = dp[run_a[r], mask]
-                    if d == INF:
-                        continue
-                    for i in range(S):
-                        if (mask >> i) & 1:
-                            continue
-                        nxt = mask | (1 << i)
-                        for c in range(1, c0):
-                            v = d + h[r, i, c]
-                            if v < tmp[nxt, c]:
-                                tmp[nxt, c] = v
-                                tback[p, nxt, c] = r * S + i
-                                tprev[p, nxt, c] = mask
+                if run_b[r] == p:
+                    _run_step(dp, run_a[r], h, r, 1, c0, tmp, tprev, tback, 0, p * (C + 1))
         # node p: jobs alone on it (any subset of those left), beside a run's part or not
         for mask in range(M):
-            comp = full ^ mask
-            d = dp[p, mask]
-            if d < INF:
-                A = comp
-                while True:
-                    v = d + G[A, c0]
-                    if v < dp[p + 1, mask | A]:
-                        dp[p + 1, mask | A] = v
-                        back[p + 1, mask | A] = mask
-                        how[p + 1, mask | A] = -1
-                    if A == 0:
-                        break
-                    A = (A - 1) & comp
+            if dp[p, mask] < INF:
+                _node_step(dp, back, how, G, p, mask, dp[p, mask], c0, -1)
             if part:
                 for c in range(1, c0):
-                    d = tmp[mask, c]
-                    if d == INF:
-                        continue
-                    A = comp
-                    while True:
-                        v = d + G[A, c0 - c]
-                        if v < dp[p + 1, mask | A]:
-                            dp[p + 1, mask | A] = v
-                            back[p + 1, mask | A] = mask
-                            how[p + 1, mask | A] = -(2 + c * M + mask)
-                        if A == 0:
-                            break
-                        A = (A - 1) & comp
+                    if tmp[c, mask] < INF:
+                        _node_step(dp, back, how, G, p, mask, tmp[c, mask], c0 - c, -(2 + c))
         # runs of whole nodes starting at p
         for r in range(R):
-            if run_a[r] != p or run_b[r] - p < 2:
-                continue
-            q = run_b[r]
-            for mask in range(M):
-                d = dp[p, mask]
-                if d == INF:
-                    continue
-                for i in range(S):
-                    if (mask >> i) & 1:
-                        continue
-                    nxt = mask | (1 << i)
-                    v = d + h[r, i, 0]
-                    if v < dp[q, nxt]:
-                        dp[q, nxt] = v
-                        back[q, nxt] = mask
-                        how[q, nxt] = r * S + i
+            if run_a[r] == p and run_b[r] - p >= 2:
+                _run_step(dp, p, h, r, 0, 1, dp, back, how, run_b[r], run_b[r])
 
 
 def topo_dp(f, cap, h, run_a, run_b, part=True):
-    """Run :func:`dp_kernel`; returns ``(dp, back, how, tback, tprev)`` (see there).
+    """Run :func:`dp_kernel`; returns ``(dp, back, how, size, tback, tprev)`` (see there).
 
     ``f`` float64 (P, S, C + 1), ``cap`` int64 (P,), ``h`` float64 (R, S, C + 1), ``run_a`` and
     ``run_b`` int64 (R,).
@@ -985,12 +994,13 @@ def topo_dp(f, cap, h, run_a, run_b, part=True):
     dp = np.empty((P + 1, M))
     back = np.empty((P + 1, M), dtype=np.int64)
     how = np.empty((P + 1, M), dtype=np.int64)
-    tback = np.empty((max(P, 1), M, C1), dtype=np.int64)
-    tprev = np.empty((max(P, 1), M, C1), dtype=np.int64)
+    size = np.zeros((max(P, 1), M, C1), dtype=np.int64)
+    tback = np.empty((max(P, 1) * C1, M), dtype=np.int64)
+    tprev = np.empty((max(P, 1) * C1, M), dtype=np.int64)
     dp_kernel(f, np.ascontiguousarray(cap, dtype=np.int64), h, np.ascontiguousarray(run_a, dtype=np.int64),
-              np.ascontiguousarray(run_b, dtype=np.int64), bool(part), dp, back, how, np.empty((M, C1)),
+              np.ascontiguousarray(run_b, dtype=np.int64), bool(part), dp, back, how, size, np.empty((C1, M)),
               tback, tprev, np.empty((M, C1)))
-    return dp, back, how, tback, tprev
+    return dp, back, how, size, tback, tprev
 
 
 def _model(rho, jp, ji, node, node_rack, bwn, bwr):
