@@ -295,23 +295,33 @@ def test_sweep_kicks_enumerate_every_kick_once():
     assert k[k[:, 1] < 3, 2].max() == N - 1 and k[k[:, 1] == 3, 2].max() == S - 2
 
 
-def test_sweep_finds_a_two_step_improvement():
+@pytest.mark.parametrize("dp", [True, False], ids=["node-dp", "sweep"])
+def test_sweep_finds_a_two_step_improvement(dp, monkeypatch):
     """Held-out instance of the public family where one job must first move to a smaller NVLink node
     so that another can take the whole rack: 7.8 % above the MILP's optimum for seed 0 before the
-    sweep, whatever the kicks drew now."""
+    sweep, whatever the kicks drew now; that placement is also in the node DP's space (``dp=False``:
+    the DP skipped, the full search and the sweep alone)."""
+    import hetplace._smp_topology as topo
     from hetplace.instances import topology_instance
 
+    if not dp:
+        monkeypatch.setattr(topo, "DP_MAX_WORK", 0)
     p = topology_instance(7047, 64, 6, gavel_path(), racks=True)
     optimum = 306.36821817375704  # solve_exact(p, method="milp"), status optimal
     for seed in range(2):
         assert hp.place(p, "smp", seed=seed).mean_jct == pytest.approx(optimum, rel=1e-9)
 
 
-def test_domain_candidate_offers_runs_of_a_racks_nodes():
+@pytest.mark.parametrize("dp", [True, False], ids=["node-dp", "domains"])
+def test_domain_candidate_offers_runs_of_a_racks_nodes(dp, monkeypatch):
     """Held-out instance of the public family whose optimum gives one job six of a rack's seven
-    nodes: 1.4 % above the MILP's optimum with pairs and whole racks as the only domains."""
+    nodes: 1.4 % above the MILP's optimum with pairs and whole racks as the only domains (a run of
+    the node DP too; ``dp=False``: the DP skipped, the domain candidate runs)."""
+    import hetplace._smp_topology as topo
     from hetplace.instances import topology_instance
 
+    if not dp:
+        monkeypatch.setattr(topo, "DP_MAX_WORK", 0)
     p = topology_instance(7073, 64, 6, gavel_path(), racks=True)
     optimum = 917.2508496951555  # solve_exact(p, method="milp"), status optimal
     assert hp.place(p, "smp", seed=0).mean_jct == pytest.approx(optimum, rel=1e-9)
