@@ -412,7 +412,7 @@ def domain_candidate(problem, backend="auto", multi=True):
 
 
 #: The node DP (:func:`dp_candidates`) runs while its cost, about ``P (C + 1) 3**S`` steps plus its
-#: runs' (P nodes of at most C workers, S jobs), is at most this (S up to 9 at K = 64 in nodes of 4-8):
+#: runs' (P nodes of at most C workers, S jobs), is at most this (S up to 8-10 at K = 64 in 8-16 nodes):
 #: 4-13 ms at K = 64, S = 8-9.  Above it the search of the default budget does without it.
 DP_MAX_WORK = 2**23
 
