@@ -418,8 +418,11 @@ DP_MAX_WORK = 2**23
 
 
 def _dp_work(P, C, S):
-    """The steps of :func:`hetplace._core._topo.dp_kernel` on ``P`` nodes of ``C`` workers and ``S`` jobs."""
-    return P * (C + 1) * 3 ** S + (P * (P + 1) // 2) * S * (C + 1) * 2 ** S
+    """The steps of :func:`hetplace._core._topo.dp_kernel` on ``P`` nodes of ``C`` workers and ``S`` jobs.
+
+    Its subsets of jobs per node and part size, its runs, and its knapsacks.
+    """
+    return P * (C + 1) * 3 ** S + (P * (P + 1) // 2) * S * (C + 1) * 2 ** S + P * (C + 1) ** 2 * 2 ** S // 2
 
 
 def _dp_tables(problem, order):
