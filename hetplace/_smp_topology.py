@@ -84,7 +84,8 @@ MAX_KICKS = 256
 
 #: With the node DP's candidates (:func:`dp_candidates`), the search's rows and kicks are divided by
 #: this: on 432 instances with proven optima (K = 16-64, S = 2-12), 8 rows of half the kicks and the DP
-#: came as near the optimum as the full search without it (docs/model.md §3.13) at a fraction of its time.
+#: came to mean 0.007 %, worst 0.715 % (the full search without it: 0.005 %, 0.553 %) at 0.56-0.62x its
+#: time at K = 64, S = 8 (docs/model.md §3.13).
 DP_SEARCH_SHARE = 2
 
 #: A kick's result within this fraction of the best becomes the walk's next start.
@@ -302,6 +303,12 @@ def _domains(topo):
     return out[:DOMAIN_MAX]
 
 
+def _at_most(X, n, cap):
+    """``(X, n)`` of a job given ``n`` workers of summed rate ``X`` that may use ``cap`` of them at most:
+    beyond ``cap`` priced at their mean rate (exact when they are alike)."""
+    return np.where(n > cap, X * (cap / np.maximum(n, 1)), X), np.minimum(n, cap)
+
+
 def _domain_costs(problem, doms, n1, X1):
     """Every job alone on every multi-node domain: ``(cost (S, D), member (D, N) bool)``.
 
@@ -326,8 +333,7 @@ def _domain_costs(problem, doms, n1, X1):
                    for nodes in doms])
     cap = problem.max_workers[:, None]
     over = n > cap
-    X = np.where(over, X * (cap / np.maximum(n, 1)), X)
-    n = np.minimum(n, cap)
+    X, n = _at_most(X, n, cap)
     largest = np.where(member[None, :, :], n1[:, None, :], 0).max(axis=2)
     spread &= ~over | (cap > largest)
     jobs = np.broadcast_to(np.arange(S)[:, None], (S, D))
@@ -425,7 +431,19 @@ def _dp_work(P, C, S):
     return P * (C + 1) * 3 ** S + (P * (P + 1) // 2) * S * (C + 1) * 2 ** S + P * (C + 1) ** 2 * 2 ** S // 2
 
 
-def _dp_tables(problem, order):
+def _node_rates(problem):
+    """``(workers, rates)``: the available workers of each node, and each job's rates on them, fastest
+    first ((S, N, C), zero-padded)."""
+    topo = problem.topology
+    N = len(topo.node_bandwidth)
+    workers = [np.flatnonzero((topo.node == v) & problem.available) for v in range(N)]
+    rates = np.zeros((problem.n_jobs, N, max((len(w) for w in workers), default=0)))
+    for v, w in enumerate(workers):
+        rates[:, v, :len(w)] = -np.sort(-problem.worker_throughput[:, w], axis=1)
+    return workers, rates
+
+
+def _dp_tables(problem, order, node_workers, node_rates):
     """The node DP's inputs on the nodes in ``order``: ``(f, cap, h, run_a, run_b, workers)``.
 
     ``f[p, i, c]``: job ``i`` on its ``c`` fastest usable workers of node ``order[p]`` at the
@@ -434,18 +452,17 @@ def _dp_tables(problem, order):
     ``run_b[r]``, at most ``max_workers`` (then priced at their mean rate), its ring at its
     rack's bandwidth when they share one, else at the top level's; both through
     :func:`hetplace._cost.job_time` (+inf outside the size bounds or beyond its usable workers).
-    ``workers[p]``: the available workers of node ``order[p]``.
+    ``workers[p]``: the available workers of node ``order[p]``.  ``node_workers`` and
+    ``node_rates`` are :func:`_node_rates`'s, in node id order.
     """
     from ._cost import comm_cost_at, job_time
 
     topo = problem.topology
     S, P = problem.n_jobs, len(order)
-    workers = [np.flatnonzero((topo.node == v) & problem.available) for v in order]
+    workers = [node_workers[v] for v in order]
     cap = np.array([len(w) for w in workers], dtype=np.int64)
-    C = int(cap.max()) if P else 0
-    rates = np.zeros((S, P, C))  # each job's usable rates on each node, fastest first
-    for p, w in enumerate(workers):
-        rates[:, p, :len(w)] = -np.sort(-problem.worker_throughput[:, w], axis=1)
+    rates = node_rates[:, order]  # each job's usable rates on each node, fastest first
+    C = rates.shape[2]
     usable = (rates > 0).sum(axis=2)  # (S, P)
     prefix = np.concatenate([np.zeros((S, P, 1)), np.cumsum(rates, axis=2)], axis=2)  # (S, P, C + 1)
     jobs = np.arange(S)[:, None, None]
@@ -469,21 +486,16 @@ def _dp_tables(problem, order):
     part_x = np.where(inside[None, :, None], prefix[:, run_b_node, :], 0.0)  # (S, R, C + 1)
     part_ok = (c <= np.where(inside[None, :, None], np.minimum(usable[:, run_b_node, None],
                                                                cap[run_b_node][None, :, None] - 1), 0))
-    n = whole_n + c
-    X = whole_x + part_x
-    hi = problem.max_workers[:, None, None]
-    X = np.where(n > hi, X * hi / np.maximum(n, 1), X)
-    n = np.minimum(n, hi)
+    X, n = _at_most(whole_x + part_x, whole_n + c, problem.max_workers[:, None, None])
     rack = topo.node_rack[order] if topo.rack is not None else np.zeros(P, dtype=np.int64)
     last = np.where(c[0] > 0, run_b_node[:, None], run_b[:, None] - 1)  # (R, C + 1): the run's last position
     same = rack[run_a][:, None] == rack[last]
     bw = np.where(same, topo.rack_bandwidth[rack[run_a]][:, None] if topo.rack is not None else topo.bandwidth,
                   topo.bandwidth)
-    spread = np.where(c[0] > 0, (run_b - run_a)[:, None] >= 1, (run_b - run_a)[:, None] >= 2)
     jr = np.broadcast_to(jobs, n.shape)
     with np.errstate(divide="ignore", invalid="ignore"):
         h = job_time(problem, jr, X, n, comm=comm_cost_at(problem, jr, n, np.broadcast_to(bw[None], n.shape)))
-    h = np.where(part_ok & spread[None] & (n >= np.maximum(problem.min_workers[:, None, None], 2)), h, math.inf)
+    h = np.where(part_ok & (n >= np.maximum(problem.min_workers[:, None, None], 2)), h, math.inf)
     return f, cap, np.ascontiguousarray(h.transpose(1, 0, 2)), run_a, run_b, workers
 
 
@@ -524,13 +536,14 @@ def dp_candidates(problem, backend="auto"):
     C = int(np.bincount(topo.node[problem.available], minlength=N).max()) if N else 0
     if N == 0 or S == 0 or _dp_work(N, C, S) > DP_MAX_WORK:
         return []
+    node_workers, node_rates = _node_rates(problem)
     kernels = resolve(backend)[1]
     rack = topo.node_rack if topo.rack is not None else np.zeros(N, dtype=np.int64)
     forward = np.lexsort((np.arange(N), rack))
     rho, hi, M = problem.worker_throughput, problem.max_workers, 1 << S
     out = []
     for order in (forward, forward[::-1].copy()):
-        f, cap, h, run_a, run_b, workers = _dp_tables(problem, order)
+        f, cap, h, run_a, run_b, workers = _dp_tables(problem, order, node_workers, node_rates)
         dp, back, how, size, tback, tprev = kernels.topo_dp(f, cap, h, run_a, run_b, True)
         if not dp[N, M - 1] < math.inf:
             continue
@@ -546,10 +559,11 @@ def dp_candidates(problem, backend="auto"):
             p, taken, start = q - 1, 0, None
             if step <= -2:  # beside part of the node taken by a run
                 taken = -step - 2
-                r, i = divmod(int(tback[p * f.shape[2] + taken, prev]), S)
+                state = p * f.shape[2] + taken  # the row of the run's state (part size taken) at node p
+                r, i = divmod(int(tback[state, prev]), S)
                 _give(wj, rho, i, workers[p], taken)
                 _give(wj, rho, i, np.concatenate(workers[run_a[r]:run_b[r]]), hi[i] - taken)
-                start = (int(run_a[r]), int(tprev[p * f.shape[2] + taken, prev]))
+                start = (int(run_a[r]), int(tprev[state, prev]))
             for j, c in _alone(size[p], mask ^ prev, int(cap[p]) - taken).items():
                 _give(wj, rho, j, workers[p], c)
             q, mask = start if start is not None else (p, prev)

@@ -28,8 +28,9 @@ move or a swap is priced in O(1).  Neighbourhoods, in this order:
 
 Every accepted step lowers the total by more than ``REL_GAIN`` of it, so the
 descent ends.  :func:`dp_kernel` is the node DP that gives SMP exact
-candidates of a restricted space (:func:`hetplace._smp_topology.dp_candidates`).  Rules of the source: those of :mod:`hetplace._core._polish`
-(kernels take typed arrays and scalars, never allocate, declare every local).
+candidates of a restricted space (:func:`hetplace._smp_topology.dp_candidates`).
+Rules of the source: those of :mod:`hetplace._core._polish` (kernels take
+typed arrays and scalars, never allocate, declare every local).
 Private: inputs are trusted (built by :mod:`hetplace.smp`).
 """
 
