@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 
+from ._quota import quota_violation
 from ._validation import as_real_array, is_real_scalar
 from .errors import InvalidOptionError, InvalidPlacementError, InvalidProblemTypeError, MissingDependencyError
 from ._cost import price, restarted, spans
@@ -92,6 +93,14 @@ def _checked(problem, worker_job):
             f"worker {k} (type {problem.type_names[problem.worker_type[k]]}) is given job {arr[k]}, "
             f"which cannot run on that type (throughput 0). Give the worker another job or -1."
         )
+    if problem.tenant is not None:
+        over = quota_violation(problem, arr)
+        if over is not None:
+            t, g, used, cap = over
+            raise InvalidPlacementError(
+                f"tenant {t}'s jobs hold {used} workers of type {problem.type_names[g]} in worker_job, more than "
+                f"its quota[{t}, {g}] = {cap:g}. Give {used - int(cap)} of them to jobs of other tenants or -1."
+            )
     return arr, busy, job, rate, sizes
 
 

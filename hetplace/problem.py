@@ -16,6 +16,7 @@ from ._problem_iv import (  # noqa: F401
     _topology_iv,
     MAX_TABLE_CELLS, MAX_WORKERS, _compact, _problem_iv, _weight_iv, min_worker_flow,
 )
+from ._quota import quota_iv
 from ._validation import is_real_scalar
 from .errors import InvalidProblemError
 
@@ -25,7 +26,7 @@ __all__ = ["Problem", "MAX_WORKERS", "MAX_TABLE_CELLS"]
 _REQUIRED_KEYS = ("throughput", "type_counts", "batch", "iterations")
 _OPTIONAL_KEYS = ("grad_bytes", "bandwidth", "worker_speed", "job_names", "type_names",
                   "min_workers", "max_workers", "available", "current", "restart_time", "weight",
-                  "node", "node_bandwidth", "rack", "rack_bandwidth")
+                  "node", "node_bandwidth", "rack", "rack_bandwidth", "tenant", "quota")
 
 
 def _index_arg(name, value, lo, hi, what):
@@ -89,6 +90,14 @@ class Problem:
         objective becomes the weighted mean ``sum_i w_i JCT_i / sum_i w_i``
         (each ``JCT_i`` with its restart loss).  Default None: the plain
         mean, bit for bit as without weights.
+    tenant : array_like of int, shape (S,), optional
+        Tenant index of each job, ``-1`` for a job of no tenant (docs/model.md
+        §1.7).  Default None: no tenants.
+    quota : array_like of float, shape (n_tenants, G), optional
+        ``quota[t, g]``: most workers of type ``g`` the jobs of tenant ``t``
+        hold together; a whole number ``>= 0`` or ``inf`` (no limit).  Needs
+        ``tenant``; ``tenant`` without ``quota`` sets no limit.  Every method
+        honours it (or refuses clearly); the objective is unchanged.
 
     Attributes
     ----------
@@ -165,6 +174,16 @@ class Problem:
     objective_scale : float
         ``S / sum(v)`` (1.0 without weights): ``objective_problem``'s mean JCT
         times this is the weighted objective of the same placement.
+    tenant, quota : ndarray or None
+        The parameters (``quota`` float64 with ``inf``), None without tenants.
+    n_tenants : int
+        Rows of ``quota`` (0 without tenants).
+    quota_cap : ndarray of int64, shape (n_tenants, G), or None
+        ``min(quota, available_counts)``: the quota as a finite count.
+    has_quota : bool
+        True when some quota binds: below the available workers of a type
+        that one of the tenant's jobs can run on.  Methods that cannot honour
+        quotas refuse only then.
     uniform_speed : bool
         True when every worker speed is 1 and every worker is available, so
         workers of one type are interchangeable.  The type DP also runs when
@@ -206,9 +225,28 @@ class Problem:
         node_bandwidth: "float | np.typing.ArrayLike | None" = None,
         rack: "np.typing.ArrayLike | None" = None,
         rack_bandwidth: "float | np.typing.ArrayLike | None" = None,
+        tenant: "np.typing.ArrayLike | None" = None,
+        quota: "np.typing.ArrayLike | None" = None,
     ) -> None:
         iv = _problem_iv(throughput, type_counts, batch, iterations, grad_bytes, bandwidth, worker_speed,
                          job_names, type_names, min_workers, max_workers, available, current, restart_time)
+        topo = _topology_iv(node, node_bandwidth, rack, rack_bandwidth, len(iv.worker_type))
+        self._init(iv, topo, weight, tenant, quota, True)
+
+    @classmethod
+    def _trusted(cls, iv, topo=None, weight=None, tenant=None, quota=None):
+        """A Problem of inputs already validated and normalised (``iv`` as :func:`_problem_iv` returns them,
+        ``topo`` as :func:`_topology_iv`): what :class:`hetplace.Session` builds each decision.
+
+        The caller vouches for every check :func:`_problem_iv` makes, including that every job's
+        minimum fits within the available workers and the quotas; ``tests/test_session.py``
+        holds such a Problem equal to one built through the constructor.
+        """
+        self = cls.__new__(cls)
+        self._init(iv, topo, weight, tenant, quota, False)
+        return self
+
+    def _init(self, iv, topo, weight, tenant, quota, check):
         rho, iters, grad, speed, avail = iv.throughput, iv.iterations, iv.grad_bytes, iv.worker_speed, iv.available
         (S, G), K = rho.shape, len(iv.worker_type)
         self.throughput = _frozen(rho)
@@ -232,7 +270,6 @@ class Problem:
             self.class_speed = self.worker_speed
         self.work = _frozen(iters * iv.batch)
         self.uniform_speed = bool(np.all(speed == 1.0)) and self.n_available == K
-        topo = _topology_iv(node, node_bandwidth, rack, rack_bandwidth, K)
         if topo is None:
             self.topology = None
             self.comm_model = RingAllReduce(iters, grad, iv.bandwidth)
@@ -253,9 +290,29 @@ class Problem:
         self._tables = {}
         self._classes = None
         self._class_rates_mc = None
+        self._set_quota(tenant, quota, iv, check)
         self._set_restart(iv.current, iv.restart_time)
         self._jct_alone = None
         self._set_weight(weight, iv)
+
+    def _set_quota(self, tenant, quota, iv, check=True):
+        """Set ``tenant``, ``quota``, ``n_tenants``, ``quota_cap`` and ``has_quota`` (docs/model.md §1.7)."""
+        t, q = quota_iv(tenant, quota, iv.throughput, iv.available_counts, iv.min_workers, iv.job_names,
+                        iv.type_names, check)
+        self.tenant = None if t is None else _frozen(t)
+        self.quota = None if q is None else _frozen(q)
+        self.n_tenants = 0 if q is None else q.shape[0]
+        self.has_quota = False
+        self.quota_cap = None
+        if q is not None:
+            up = iv.available_counts
+            self.quota_cap = _frozen(np.minimum(q, up[None, :].astype(np.float64)).astype(np.int64))
+            # a quota binds when it is below what the tenant's jobs could otherwise take of the type
+            for tt in np.unique(t[t >= 0]):
+                can = (iv.throughput[t == tt] > 0).any(axis=0) & (up > 0)
+                if (self.quota_cap[tt][can] < up[can]).any():
+                    self.has_quota = True
+                    break
 
     def _set_weight(self, weight, iv):
         """Set ``weight``, ``objective_problem`` and ``objective_scale`` (docs/model.md §1.5)."""
@@ -271,7 +328,7 @@ class Problem:
                 min_workers=self.min_workers, max_workers=self.max_workers, available=self.available,
                 current=self.current if self.replacing else None,
                 restart_time=self.restart_time * v if self.replacing else None,
-                **self._topology_dict(),
+                **self._topology_dict(), **self._quota_dict(),
             )
         except InvalidProblemError as exc:
             raise InvalidProblemError(
@@ -304,7 +361,8 @@ class Problem:
                     v.setflags(write=False)
         self.__dict__.update(state)
         for name, default in (("weight", None), ("_objective", None), ("objective_scale", 1.0), ("topology", None),
-                              ("_class_rates_mc", None)):
+                              ("_class_rates_mc", None), ("tenant", None), ("quota", None), ("n_tenants", 0),
+                              ("quota_cap", None), ("has_quota", False)):
             self.__dict__.setdefault(name, default)  # a Problem pickled before job weights
 
     def _set_restart(self, cur, rt):
@@ -534,20 +592,29 @@ class Problem:
             self.throughput, self.type_counts, self.batch, self.iterations, self.grad_bytes,
             self.bandwidth, worker_speed, self.job_names, self.type_names,
             **self._bounds_dict(), **self._available_dict(), **self._restart_dict(), **self._weight_dict(),
-            **self._topology_dict(),
+            **self._topology_dict(), **self._quota_dict(),
         )
 
     def _topology_dict(self):
         """``node``, ``node_bandwidth`` (and ``rack``, ``rack_bandwidth``) as Problem arguments, or ``{}``."""
         return {} if self.topology is None else self.topology.args()
 
+    def _quota_dict(self, jobs=None):
+        """``tenant`` and ``quota`` as Problem arguments (of ``jobs`` only, when given), or ``{}``."""
+        if self.tenant is None:
+            return {}
+        t = self.tenant if jobs is None else self.tenant[jobs]
+        return {"tenant": t.tolist(), "quota": self.quota.tolist()}
+
     def _weight_dict(self):
         """``{"weight": [...]}`` when the problem is weighted, else ``{}``."""
         return {} if self.weight is None else {"weight": self.weight.tolist()}
 
-    def _restrict(self, jobs, workers):
+    def _restrict(self, jobs, workers, quota=None):
         """The problem of ``jobs`` alone on ``workers`` (ascending indices), none of them running.
 
+        With tenants, the sub-problem's quota is ``quota`` when given (the room
+        the other jobs leave), else this problem's.
         Worker ``t`` of the result is ``workers[t]`` here (numbering by type
         is kept: workers are numbered type by type).  Raises
         :class:`InvalidProblemError` when those workers cannot hold those jobs.
@@ -560,6 +627,8 @@ class Problem:
             min_workers=self.min_workers[jobs], max_workers=self.max_workers[jobs],
             available=self.available[workers] if self.n_available < self.n_workers else None,
             **(self.topology.restrict(workers).args() if self.topology is not None else {}),
+            **({} if self.tenant is None else {"tenant": self.tenant[jobs].tolist(),
+                                                "quota": (self.quota if quota is None else quota).tolist()}),
         )
 
     def _restart_dict(self):
@@ -603,6 +672,9 @@ class Problem:
             **self._restart_dict(),
             **self._weight_dict(),
             **({} if self.topology is None else self.topology.to_dict()),
+            **({} if self.tenant is None else {
+                "tenant": self.tenant.tolist(),
+                "quota": [[q if math.isfinite(q) else "inf" for q in row] for row in self.quota.tolist()]}),
         }
 
     @classmethod
@@ -631,6 +703,9 @@ class Problem:
             )
         if data.get("bandwidth") == "inf":
             data["bandwidth"] = math.inf
+        if isinstance(data.get("quota"), list):  # "inf" as to_dict writes it
+            data["quota"] = [[math.inf if isinstance(x, str) and x == "inf" else x for x in row]
+                             if isinstance(row, list) else row for row in data["quota"]]
         for key in ("node_bandwidth", "rack_bandwidth"):  # "inf" as Topology.to_dict writes it
             v = data.get(key)
             if isinstance(v, str) and v == "inf":
@@ -646,6 +721,7 @@ class Problem:
         avail = "" if not down else f", available={self.n_available} ({down} down: {_compact(np.flatnonzero(~self.available))})"
         run = "" if not self.replacing else f", running={int(self.running.sum())}"
         run += "" if self.weight is None else ", weighted"
+        run += "" if self.tenant is None else f", tenants={self.n_tenants}" + (", quotas bind" if self.has_quota else "")
         if self.topology is not None:
             t = self.topology
             run += f", nodes={t.n_nodes}" + ("" if t.rack is None else f", racks={t.n_racks}")
