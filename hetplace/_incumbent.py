@@ -5,7 +5,7 @@ import graph: the greedy incumbent trimmed to ``max_workers`` and SMP's placemen
 """
 import numpy as np
 
-from .placement import Placement, evaluate
+from .placement import Placement, evaluate, is_feasible
 
 __all__ = ["_incumbent", "_trimmed", "_smp_seed0"]
 
@@ -42,8 +42,23 @@ def _trimmed(problem, worker_job):
 
 
 def _smp_seed0(problem):
-    """SMP's placement of ``problem`` with its defaults and seed 0 (``place(problem, "smp", seed=0)``'s)."""
+    """SMP's placement of ``problem`` with its defaults and seed 0 (``place(problem, "smp", seed=0)``'s).
+
+    With a binding tenant quota (docs/model.md §1.7) it is checked: None when
+    SMP refuses the problem or its placement exceeds a quota, so no caller
+    starts from (or returns) a placement outside the quotas.
+    """
+    from .errors import HetplaceError
     from .smp import smp_place
 
-    worker_job, info = smp_place(problem, seed=0)
-    return Placement(problem, np.ascontiguousarray(worker_job, dtype=np.int64), method="smp", info=info)
+    if not problem.has_quota:
+        worker_job, info = smp_place(problem, seed=0)
+        return Placement(problem, np.ascontiguousarray(worker_job, dtype=np.int64), method="smp", info=info)
+    try:
+        worker_job, info = smp_place(problem, seed=0)
+    except HetplaceError:
+        return None
+    worker_job = np.ascontiguousarray(worker_job, dtype=np.int64)
+    if not is_feasible(problem, worker_job):
+        return None
+    return Placement(problem, worker_job, method="smp", info=info)

@@ -35,8 +35,11 @@ def _auto_choice(problem, budget):
     """``"exact"`` when the type DP applies and its predicted time fits ``budget``, else ``"smp"``.
 
     "Applies" is what ``solve_exact(method="dp")`` accepts (every speed 1, state
-    space and back-pointer table within its caps), so a large ``budget`` never
-    sends an oversized DP there: it falls back to SMP.
+    space and back-pointer table within its caps, no binding tenant quota), so
+    a large ``budget`` never sends an oversized DP there: it falls back to SMP.
+    With a binding quota (docs/model.md §1.7) :func:`place` checks SMP's
+    placement and falls back to ``"greedy"`` (which honours quotas) when it
+    exceeds a quota or SMP refuses the problem.
     """
     from .exact import _dp_refusal, dp_size
 
@@ -45,6 +48,24 @@ def _auto_choice(problem, budget):
         if work * DP_SECONDS_PER_TRANSITION <= budget:
             return "exact"
     return "smp"
+
+
+def _auto_smp_within_quota(target, seed, info):
+    """``method="auto"``'s SMP on a problem with a binding quota: its placement when within the quotas,
+    else the greedy baseline's (``info["auto_choice"]`` then says ``"greedy"``)."""
+    from ._quota import quota_violation
+    from .errors import HetplaceError
+    from .smp import smp_place
+
+    try:
+        worker_job, smp_info = smp_place(target, seed=seed)
+    except HetplaceError:  # SMP refuses quotas it cannot honour
+        worker_job = None
+    if worker_job is not None and quota_violation(target, worker_job) is None:
+        info.update(smp_info)
+        return worker_job
+    info["auto_choice"] = "greedy"
+    return baselines.greedy_placement(target)
 
 
 def place(problem, method: str = "auto", seed: "int | None" = None, **options) -> Placement:
@@ -56,13 +77,17 @@ def place(problem, method: str = "auto", seed: "int | None" = None, **options) -
     method : str
         ``"auto"`` (default: the exact type DP when it applies and its
         predicted time fits ``latency_budget`` seconds, default 0.05, else
-        ``"smp"``; ``info["auto_choice"]`` says which ran), ``"smp"``
+        ``"smp"``; with a binding tenant quota, ``"greedy"`` when SMP's
+        placement exceeds a quota; ``info["auto_choice"]`` says which ran), ``"smp"``
         (sampling-based multi-job placement, see :mod:`hetplace.smp`),
         ``"equal"`` (equal sizes, biggest jobs pick fastest workers first),
         ``"random"`` (seeded random feasible placement), ``"greedy"``
         (marginal-gain), ``"keep-greedy"`` (re-placement baseline: running
         jobs keep their workers, the others are placed greedily), ``"exact"`` (proven optimum, see
-        :func:`hetplace.solve_exact`).
+        :func:`hetplace.solve_exact`).  Every method keeps each tenant within
+        its quotas (``Problem(tenant=, quota=)``, docs/model.md §1.7, §3.14,
+        §4.10); ``"exact"`` with ``exact_method="dp"`` or ``"pruned-dp"``
+        refuses a binding quota.
     seed : int, optional
         Seed of randomised methods; the same seed gives the same placement.
     **options
@@ -113,6 +138,9 @@ def place(problem, method: str = "auto", seed: "int | None" = None, **options) -
         worker_job = baselines.greedy_placement(target)
     elif method == "keep-greedy":
         worker_job = baselines.keep_greedy_placement(target)
+    elif method == "smp" and info.get("auto_choice") == "smp" and problem.has_quota:
+        worker_job = _auto_smp_within_quota(target, seed, info)
+        method = info["auto_choice"]
     elif method == "smp":
         from .smp import smp_place
 

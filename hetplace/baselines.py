@@ -19,12 +19,18 @@ O(K^2) (benchmarks/bench_baselines.py).
 With a network topology the greedy baselines price every step exactly in the
 topology model (:func:`_greedy_topology`, on :class:`_NodePool`: the free
 workers by class and node); the other baselines ignore the topology.
+
+With a binding tenant quota (``problem.has_quota``, docs/model.md §1.7, §4.10)
+every baseline gives a job a worker only while its tenant has room for the
+worker's type (:class:`_Room`); without one they run exactly as without
+tenants.
 """
 
 import numpy as np
 
 from ._cost import comm_cost_at, job_time
 from ._problem_iv import augmenting_assignment
+from ._quota import quota_flow, quota_room, quota_usage, quota_violation
 
 __all__ = ["equal_sizes", "equal_placement", "random_placement", "greedy_placement", "keep_greedy_placement"]
 
@@ -51,6 +57,7 @@ class _Pool:
         starts = np.cumsum(size) - size
         cls = np.repeat(np.arange(C), size)
         self.n_classes = C
+        self.ctype = wt[perm[starts]]  # the type of every class (tenant quotas count workers by type)
         self.value = problem._class_rates(perm[starts])
         free = worker_job[perm] < 0
         self.members = perm[free]
@@ -149,6 +156,8 @@ def _seed_jobs(problem, order):
     matching (one worker per job) or flow (larger minima) of the problem
     decides instead.
     """
+    if problem.has_quota:
+        return _seed_quota(problem, np.asarray(order, dtype=np.int64))
     worker_job = np.full(problem.n_workers, -1, dtype=np.int64)
     lo = problem.min_workers
     worker_job = _fill(problem, worker_job, lo, order)
@@ -215,6 +224,8 @@ def equal_placement(problem):
     worker_job = _seed_jobs(problem, order)
     targets = equal_sizes(problem.n_available, problem.n_jobs)[np.argsort(order, kind="stable")]
     targets = np.maximum(np.minimum(targets, problem.max_workers), problem.min_workers)
+    if problem.has_quota:
+        return _fill_quota(problem, worker_job, targets, order)
     return _fill(problem, worker_job, targets, order)
 
 
@@ -228,6 +239,8 @@ def random_placement(problem, rng):
     worker_job = _seed_jobs(problem, rng.permutation(S))
     visit = rng.permutation(np.flatnonzero((worker_job < 0) & problem.available))  # down workers stay idle
     allowed = [np.flatnonzero(problem.throughput[:, g] > 0) for g in range(G)]
+    if problem.has_quota:  # worker by worker, among the jobs whose tenant has room for its type
+        return _random_quota(problem, worker_job, visit, allowed, rng)
     n_allowed = np.array([a.size for a in allowed], dtype=np.int64)
     offset = np.concatenate(([0], np.cumsum(n_allowed)[:-1]))
     flat = np.concatenate(allowed)
@@ -273,7 +286,14 @@ def greedy_placement(problem):
     rest of its rack, the rest of the cluster), each priced at the bandwidth
     of the worker set it would make, and jobs start in the node with the most
     free workers of their best class.
+
+    With a binding tenant quota (``problem.has_quota``, docs/model.md §1.7)
+    every step stays within the tenant's room (:func:`_greedy_quota`; with a
+    topology too, its steps then priced by ``problem.size_cost``, the top
+    level's communication).
     """
+    if problem.has_quota:
+        return _greedy_quota(problem)
     if problem.topology is not None:
         return _greedy_topology(problem)
     S = problem.n_jobs
@@ -641,7 +661,11 @@ def keep_greedy_placement(problem):
     :func:`greedy_placement` on the available workers left.  When those
     cannot hold them, the kept job holding the most workers (ties: the lower
     index) is restarted and joins them, until they fit.  Without running jobs
-    this is :func:`greedy_placement`.
+    this is :func:`greedy_placement`.  With a binding tenant quota (docs/model.md
+    §1.7), while the kept jobs exceed a tenant's quota of a type, the tenant's
+    job holding the most workers of that type (ties: the lower index) is
+    restarted; the others are placed within what the kept jobs leave of the
+    quotas.
     """
     from .errors import InvalidProblemError
 
@@ -652,12 +676,22 @@ def keep_greedy_placement(problem):
     held = np.bincount(cur[cur >= 0], minlength=problem.n_jobs)
     while True:
         worker_job = np.where((cur >= 0) & keep[np.maximum(cur, 0)], cur, -1)
+        if problem.has_quota:
+            over = quota_violation(problem, worker_job)
+            if over is not None:  # the kept jobs exceed a quota: the tenant's largest holder of the type restarts
+                t, g = over[:2]
+                mine = (worker_job >= 0) & (problem.worker_type == g)
+                mine &= problem.tenant[np.maximum(worker_job, 0)] == t
+                keep[int(np.argmax(np.bincount(worker_job[mine], minlength=problem.n_jobs)))] = False
+                continue
         jobs = np.flatnonzero(~keep)
         if jobs.size == 0:
             return worker_job
         free = np.flatnonzero((worker_job < 0) & problem.available)
+        # with a binding quota the others get what the kept jobs leave of their tenants' quotas
+        room = quota_room(problem, worker_job) if problem.has_quota else None
         try:
-            sub = problem._restrict(jobs, free) if free.size >= jobs.size else None
+            sub = problem._restrict(jobs, free, quota=room) if free.size >= jobs.size else None
         except InvalidProblemError:
             sub = None
         if sub is not None:
@@ -667,3 +701,181 @@ def keep_greedy_placement(problem):
             return worker_job
         kept = np.flatnonzero(keep)  # never empty: with no job kept, sub is the whole problem
         keep[kept[np.argmax(held[kept])]] = False
+
+
+# ---------------------------------------------------------------- tenant quotas (docs/model.md §1.7)
+class _Room:
+    """What each job's tenant may still take of every type, beside a :class:`_Pool` of free workers.
+
+    ``left[row[i], g]`` is the room of job ``i``'s tenant for type ``g``; jobs
+    of no tenant share a last row without limit.  Only used when a quota binds
+    (``problem.has_quota``): then every baseline takes a class for a job only
+    while its tenant has room for the class's type.
+    """
+
+    def __init__(self, problem, worker_job, pool):
+        T, G = problem.n_tenants, problem.n_types
+        used = quota_usage(problem.tenant, T, worker_job, problem.worker_type, G)
+        no_limit = np.full((1, G), problem.n_workers + 1, dtype=np.int64)
+        self.left = np.vstack([np.maximum(problem.quota_cap - used, 0), no_limit])
+        self.row = np.where(problem.tenant >= 0, problem.tenant, T)
+        self.pool = pool
+
+    def usable(self, jobs):
+        """(len(jobs), C) bool: the classes each of ``jobs`` can run on, with a free worker, within its room."""
+        pool = self.pool
+        return (pool.value[jobs] > 0) & (pool.free() > 0)[None, :] & (self.left[self.row[jobs]][:, pool.ctype] > 0)
+
+    def best(self, jobs):
+        """(len(jobs),): each job's fastest usable class (ties: the lower class, as ``_Pool.prefs``), or -1."""
+        ok = self.usable(jobs)
+        c = np.argmax(np.where(ok, self.pool.value[jobs], -np.inf), axis=1)
+        return np.where(ok.any(axis=1), c, -1)
+
+    def take(self, worker_job, i, c):
+        """Give job ``i`` the lowest-index free worker of class ``c``."""
+        pool = self.pool
+        worker_job[pool.members[pool.next[c]]] = i
+        pool.next[c] += 1
+        self.left[self.row[i], pool.ctype[c]] -= 1
+
+
+def _seed_quota(problem, order):
+    """:func:`_seed_jobs` within the quotas: round-robin on the fastest usable class, else guided by a flow.
+
+    Round-robin over ``order``: each job below ``min_workers`` takes its
+    fastest free worker its tenant has room for.  When that strands a job,
+    the seed starts again job by job (in ``order``), each worker the fastest
+    whose taking leaves the remaining minima reachable within the capacities
+    and quotas (:func:`hetplace._quota.quota_flow`, the check the Problem ran:
+    it succeeds at the start, and one of a job's classes always keeps it so).
+    """
+    lo = problem.min_workers
+    worker_job = np.full(problem.n_workers, -1, dtype=np.int64)
+    room = _Room(problem, worker_job, _Pool(problem, worker_job))
+    have = np.zeros(problem.n_jobs, dtype=np.int64)
+    while True:
+        act = order[have[order] < lo[order]]
+        if act.size == 0:
+            return worker_job
+        for i in act.tolist():
+            c = int(room.best(np.array([i]))[0])
+            if c < 0:
+                return _seed_quota_flow(problem, order)
+            room.take(worker_job, i, c)
+            have[i] += 1
+
+
+def _seed_quota_flow(problem, order):
+    """The minima of :func:`_seed_quota` when its round-robin strands a job: each step checked by a flow."""
+    S, G, T = problem.n_jobs, problem.n_types, problem.n_tenants
+    lo = problem.min_workers.astype(np.int64)
+    worker_job = np.full(problem.n_workers, -1, dtype=np.int64)
+    pool = _Pool(problem, worker_job)
+    room = _Room(problem, worker_job, pool)
+    up = (pool.value > 0).any(axis=0)  # classes some job can use (not the down workers)
+    allowed = (problem.throughput > 0) & (problem.available_counts > 0)[None, :]
+    have = np.zeros(S, dtype=np.int64)
+    for i in order.tolist():
+        while have[i] < lo[i]:
+            ok = room.usable(np.array([i]))[0]
+            for c in np.argsort(-np.where(ok, pool.value[i], -np.inf), kind="stable")[: int(ok.sum())].tolist():
+                free = pool.free() * up
+                free[c] -= 1
+                left = room.left[:T].copy()
+                if problem.tenant[i] >= 0:
+                    left[problem.tenant[i], pool.ctype[c]] -= 1
+                demand = lo - have
+                demand[i] -= 1
+                capacity = np.bincount(pool.ctype, weights=free, minlength=G).astype(np.int64)
+                if quota_flow(allowed, capacity, demand, problem.tenant, left) is None:
+                    room.take(worker_job, i, c)
+                    have[i] += 1
+                    break
+            else:  # pragma: no cover - the Problem checked that the minima fit the quotas
+                raise AssertionError("no worker keeps the minima within the quotas")
+    return worker_job
+
+
+def _fill_quota(problem, worker_job, targets, order):
+    """:func:`_fill` within the quotas: rounds in which each job of ``order`` below its target takes its
+    fastest free worker its tenant has room for, until no job can take one.  Modifies and returns ``worker_job``."""
+    room = _Room(problem, worker_job, _Pool(problem, worker_job))
+    have = np.bincount(worker_job[worker_job >= 0], minlength=problem.n_jobs)
+    while True:
+        act = order[have[order] < targets[order]]
+        moved = False
+        for i in act.tolist():
+            c = int(room.best(np.array([i]))[0])
+            if c >= 0:
+                room.take(worker_job, i, c)
+                have[i] += 1
+                moved = True
+        if not moved:
+            return worker_job
+
+
+def _random_quota(problem, worker_job, visit, allowed, rng):
+    """:func:`random_placement`'s visit within the quotas: each worker of ``visit`` to a job drawn uniformly
+    from those that can run on its type, are below ``max_workers`` and whose tenant has room for the type."""
+    S = problem.n_jobs
+    room = _Room(problem, worker_job, _Pool(problem, worker_job))
+    n = np.bincount(worker_job[worker_job >= 0], minlength=S)
+    for k in visit.tolist():
+        g = int(problem.worker_type[k])
+        jobs = allowed[g]
+        jobs = jobs[(n[jobs] < problem.max_workers[jobs]) & (room.left[room.row[jobs], g] > 0)]
+        if jobs.size:
+            i = int(jobs[rng.integers(jobs.size)])
+            worker_job[k] = i
+            n[i] += 1
+            room.left[room.row[i], g] -= 1
+    return worker_job
+
+
+def _greedy_quota(problem):
+    """:func:`greedy_placement` within the quotas (docs/model.md §1.7).
+
+    The seed is :func:`_seed_quota`; then each step gives the job whose JCT
+    drops most (ties: the lower index) its fastest free worker its tenant has
+    room for, priced by ``problem.size_cost`` (with a topology the top level's
+    communication), and stops when no drop is left.  A job's candidate class
+    stays its best while it is usable (classes only ever become unusable), so
+    after a step only the job that grew and the jobs whose candidate ran out
+    -- of free workers, or of their tenant's room for its type -- are priced
+    again: the same choices as pricing every job at every step.
+    """
+    S = problem.n_jobs
+    cost = problem.size_cost
+    worker_job = _seed_quota(problem, np.argsort(-problem.work, kind="stable"))
+    busy = np.flatnonzero(worker_job >= 0)
+    X = np.bincount(worker_job[busy], weights=problem._rate(worker_job[busy], busy), minlength=S).astype(np.float64)
+    n = np.bincount(worker_job[busy], minlength=S)
+    room = _Room(problem, worker_job, _Pool(problem, worker_job))
+    value, ctype = room.pool.value, room.pool.ctype
+    cand = np.full(S, -1, dtype=np.int64)
+    gain = np.full(S, -np.inf)
+
+    def update(jobs):
+        c = room.best(jobs)
+        cand[jobs] = c
+        has = c >= 0
+        i = jobs[has]
+        g = np.full(jobs.size, -np.inf)
+        g[has] = job_time(problem, i, X[i], n[i], cost) - job_time(problem, i, X[i] + value[i, c[has]], n[i] + 1, cost)
+        gain[jobs] = g
+
+    update(np.arange(S))
+    while True:
+        i = int(np.argmax(gain))
+        if not gain[i] > 0:
+            return worker_job
+        c = int(cand[i])
+        room.take(worker_job, i, c)
+        X[i] += value[i, c]
+        n[i] += 1
+        stale = cand == c if room.pool.free()[c] == 0 else np.zeros(S, dtype=bool)
+        if room.left[room.row[i], ctype[c]] == 0:  # the tenant's room for the type ran out
+            stale |= (room.row == room.row[i]) & (cand >= 0) & (ctype[np.maximum(cand, 0)] == ctype[c])
+        stale[i] = True
+        update(np.flatnonzero(stale))

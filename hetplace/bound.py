@@ -232,7 +232,11 @@ def lower_bound(problem, method: str = "auto", time_limit: "float | None" = None
     ``L(pi) = sum_i min_n [c_i(n) + pi . n] - pi . m`` with ``pi >= 0`` -- is a
     lower bound; the per-job minimum may itself be replaced by a lower bound
     of it (the pricing relaxation).  The reported bound is the best ``L(pi)``
-    over the iterations, divided by S.  With ``Problem(weight=)`` it bounds
+    over the iterations, divided by S.  With tenant quotas (docs/model.md
+    §1.7, §4.10) each binding (tenant, type) adds a row
+    ``sum_{i of t} sum_{c of type g} n_c x_in <= quota_cap[t, g]``, priced
+    like a capacity row (the pricing kernel then runs once per distinct
+    price vector the jobs pay).  With ``Problem(weight=)`` it bounds
     the weighted objective: the bound of ``problem.objective_problem`` times
     ``problem.objective_scale`` (docs/model.md §1.5).
     """
@@ -272,13 +276,20 @@ def _load_glop():
 
 
 class _Master:
-    """The restricted master LP: convexity rows (= 1) and capacity rows (<= m_c)."""
+    """The restricted master LP: convexity rows (= 1), capacity rows (<= m_c) and quota rows.
 
-    def __init__(self, S, cap, big):
+    ``quota`` (optional) is a :class:`_QuotaRows`: its rows follow the
+    capacity rows, so the prices are the classes' and then the quota rows'.
+    """
+
+    def __init__(self, S, cap, big, quota=None):
         self.pywraplp, self.solver = _load_glop()
         inf = self.solver.infinity()
         self.conv = [self.solver.Constraint(1.0, 1.0) for _ in range(S)]
         self.capr = [self.solver.Constraint(-inf, float(c)) for c in cap]
+        self.quota = quota
+        if quota is not None:  # after the capacity rows: the prices are (classes, then quota rows)
+            self.capr += [self.solver.Constraint(-inf, float(q)) for q in quota.rhs]
         self.obj = self.solver.Objective()
         self.obj.SetMinimization()
         self.cols = [dict() for _ in range(S)]  # job -> {count tuple: variable}
@@ -298,6 +309,9 @@ class _Master:
         self.conv[i].SetCoefficient(v, 1.0)
         for c in np.flatnonzero(n):
             self.capr[c].SetCoefficient(v, float(n[c]))
+        if self.quota is not None:
+            for q, a in self.quota.column(i, n):
+                self.capr[len(n) + q].SetCoefficient(v, a)
         self.obj.SetCoefficient(v, float(cost))
         return True
 
@@ -356,8 +370,31 @@ def _colgen(problem, time_limit, t0, max_classes=None, state=None):
         has = kept_idx >= 0
         full[np.flatnonzero(has), kept_idx[has]] = base[np.flatnonzero(has), kept_idx[has]]
 
+    # tenant quotas (docs/model.md §1.7, §4.10): a row per binding (tenant, type), priced like a
+    # capacity row (``pi`` holds the classes' prices, then the quota rows')
+    quota = _QuotaRows(problem, cap, ctype) if problem.has_quota else None
+    if quota is not None and quota.Q == 0:
+        quota = None
+    rhs = cap if quota is None else np.concatenate((cap, quota.rhs))  # the right sides the prices multiply
+
+    def row_counts(n):
+        """(S, C [+ Q]): each job's coefficients in the capacity (and quota) rows."""
+        return n if quota is None else np.concatenate((n, quota.counts(n)), axis=1)
+
+    def job_prices(pi):
+        """(S, C): what one worker of each class costs each job: its class's price, plus its tenant's
+        quota row's for the class's type."""
+        return np.broadcast_to(pi[None, :C], (S, C)) if quota is None else pi[None, :C] + quota.class_prices(pi[C:])
+
     def price(pi, start):
         """(lb (S,), best vectors (S, C), their exact costs (S,), sizes (S,)) at prices ``pi``."""
+        if enum and quota is not None:
+            # job i pays pi_c per worker of class c and the quota rows' prices of its tenant
+            val = full + job_prices(pi) @ vec.T
+            j = np.argmin(val, axis=1)
+            lb = val[np.arange(S), j]
+            n = vec[j]
+            return lb, n, full[np.arange(S), j], N[j]
         if enum:
             val = full + (vec @ pi)[None, :]
             j = np.argmin(val, axis=1)
@@ -368,21 +405,41 @@ def _colgen(problem, time_limit, t0, max_classes=None, state=None):
         n = np.zeros((S, C), dtype=np.int64)
         val = np.empty(S)
         size = np.empty(S, dtype=np.int64)
-        price_jobs(rates, work, coef, lo, hi, cap, np.ascontiguousarray(pi, dtype=np.float64),
-                   np.ascontiguousarray(start, dtype=np.int64), lb, n, val, size)
+        if quota is None:
+            price_jobs(rates, work, coef, lo, hi, cap, np.ascontiguousarray(pi, dtype=np.float64),
+                       np.ascontiguousarray(start, dtype=np.int64), lb, n, val, size)
+        else:  # the kernel takes one price vector: one call per distinct vector the jobs pay
+            P = job_prices(pi)
+            _, first, group = np.unique(P, axis=0, return_index=True, return_inverse=True)
+            for g, row in enumerate(first.tolist()):
+                jobs = np.flatnonzero(group.ravel() == g)
+                part = [np.empty(jobs.size), np.zeros((jobs.size, C), dtype=np.int64), np.empty(jobs.size),
+                        np.empty(jobs.size, dtype=np.int64)]
+                price_jobs(rates[jobs], work[jobs], coef[jobs], lo[jobs], hi[jobs], cap,
+                           np.ascontiguousarray(P[row], dtype=np.float64),
+                           np.ascontiguousarray(start[jobs], dtype=np.int64), *part)
+                lb[jobs], n[jobs], val[jobs], size[jobs] = part
         lb = lb + restart  # a restarted job pays restart; the kept vector is priced separately
         cost = _column_costs(problem, n, rates, keep, can_keep)
         kv = np.full(S, np.inf)
+        if quota is None:
+            for i in np.flatnonzero(can_keep):
+                kv[i] = _column_cost(problem, i, keep[i], rates, keep[i]) + float(keep[i] @ pi)
+            better = kv < cost + n @ pi
+            n[better] = keep[better]
+            cost[better] = (kv - keep @ pi)[better]
+            return np.minimum(lb, kv), n, cost, size
+        P = job_prices(pi)
         for i in np.flatnonzero(can_keep):
-            kv[i] = _column_cost(problem, i, keep[i], rates, keep[i]) + float(keep[i] @ pi)
-        better = kv < cost + n @ pi
+            kv[i] = _column_cost(problem, i, keep[i], rates, keep[i]) + float(keep[i] @ P[i])
+        better = kv < cost + np.einsum("sc,sc->s", n, P)
         n[better] = keep[better]
-        cost[better] = (kv - keep @ pi)[better]
+        cost[better] = (kv - np.einsum("sc,sc->s", keep, P))[better]
         return np.minimum(lb, kv), n, cost, size
 
     # the master, seeded by the greedy incumbent (small problems) and the kept placements
     big = 10.0 * np.maximum(problem.jct_alone + restart, 1e-300) / scale + 10.0
-    master = _Master(S, cap, big)
+    master = _Master(S, cap, big, quota)
     placement = None
     if S * (problem.n_workers + 1) <= _INCUMBENT_MAX_CELLS:
         from ._incumbent import _incumbent
@@ -396,7 +453,7 @@ def _colgen(problem, time_limit, t0, max_classes=None, state=None):
         master.add(i, keep[i], _column_cost(problem, i, keep[i], rates, keep[i]) / scale)
 
     start = np.maximum(lo, 1).copy()
-    pi = np.zeros(C)  # prices of this round's pricing (seconds per worker)
+    pi = np.zeros(rhs.size)  # prices of this round's pricing (seconds per worker)
     coarse = None
     if C > _WARM_CLASSES_PER_TYPE * len(set(ctype.tolist())) and not enum:
         # many classes per type (per-worker speeds): SMP's placement seeds the master too; its
@@ -405,12 +462,14 @@ def _colgen(problem, time_limit, t0, max_classes=None, state=None):
         # the LP value from the 18th instead of the 80th), and it is the placement returned
         from ._incumbent import _smp_seed0
 
-        smp = _smp_seed0(problem)
-        if placement is None or smp.mean_jct < placement.mean_jct:
-            placement = smp
-        sc = _class_counts(smp.worker_job, members, S)
-        for i in range(S):
-            master.add(i, sc[i], _column_cost(problem, i, sc[i], rates, keep[i] if can_keep[i] else None) / scale)
+        smp = _smp_seed0(problem)  # None when it exceeds a tenant's quota
+        if smp is not None:
+            if placement is None or smp.mean_jct < placement.mean_jct:
+                placement = smp
+            sc = _class_counts(smp.worker_job, members, S)
+            for i in range(S):
+                kept = keep[i] if can_keep[i] else None
+                master.add(i, sc[i], _column_cost(problem, i, sc[i], rates, kept) / scale)
         # warm start: the LP on one bucket per type (its prices per type), each class priced in
         # proportion to its speed -- in equilibrium a job's prices are lam_i * r_ic
         coarse_state = {}
@@ -419,6 +478,9 @@ def _colgen(problem, time_limit, t0, max_classes=None, state=None):
         tp = coarse.info["prices"]
         pi = np.array([tp["price"][tp["type"].index(g)] * sp / tp["speed"][tp["type"].index(g)]
                        for g, sp in zip(ctype.tolist(), cspeed.tolist())])
+        if quota is not None:  # the quota rows are the coarse LP's (the same binding pairs)
+            qp = np.asarray(tp.get("quota", ()), dtype=np.float64)
+            pi = np.concatenate((pi, qp if qp.size == quota.Q else np.zeros(quota.Q)))
         # and its LP solution's columns, each type's count spread over the type's buckets in
         # proportion to their sizes (largest remainder): near-feasible columns for the master
         for i, k, _ in coarse_state.get("solution", ()):
@@ -444,7 +506,7 @@ def _colgen(problem, time_limit, t0, max_classes=None, state=None):
         # the Lagrangian bound at this round's prices: valid whatever they are
         lb, n, cost, size = price(pi, start)
         start = np.where(size > 0, size, start)
-        L = float(lb.sum() - pi @ cap)
+        L = float(lb.sum() - pi @ rhs)
         if L > best_bound:
             best_bound, best_pi = L, pi
         trace.append(best_bound / S)
@@ -452,7 +514,7 @@ def _colgen(problem, time_limit, t0, max_classes=None, state=None):
         if lp_pi is None:
             rc = np.full(S, -1.0)
         else:
-            rc = cost / scale + n @ lp_pi - mu
+            rc = cost / scale + row_counts(n) @ lp_pi - mu
         added = 0
         for i in np.flatnonzero(rc < -_ENTER_REL * (np.abs(mu) + 1.0) if mu is not None else rc < 0):
             if master.add(i, n[i], cost[i] / scale):
@@ -505,8 +567,10 @@ def _colgen(problem, time_limit, t0, max_classes=None, state=None):
         "classes": C, "rounded": rounded, "pricing": "enumeration" if enum else "relaxation",
         "trace": trace,
         "lp_gap": (lp_value / best_bound - 1) if math.isfinite(lp_value) and best_bound > 0 else None,
-        "prices": {"type": ctype.tolist(), "speed": cspeed.tolist(), "price": list(map(float, best_pi))},
+        "prices": {"type": ctype.tolist(), "speed": cspeed.tolist(), "price": list(map(float, best_pi[:C]))},
     }
+    if quota is not None:  # the quota rows' prices, in the order of _QuotaRows (a warm start reads them)
+        info["prices"]["quota"] = list(map(float, best_pi[C:]))
     if state is not None:
         state["solution"] = master.solution()
     if coarse is not None:
@@ -518,6 +582,55 @@ def _colgen(problem, time_limit, t0, max_classes=None, state=None):
         bound = max(bound, float(np.mean(problem.jct_alone)) * (1 - _SAFETY_REL))
     return BoundResult(status, message, info, bound=bound, placement=placement,
                        wall_time=time.perf_counter() - t0, method="colgen")
+
+
+class _QuotaRows:
+    """The configuration LP's rows of the binding tenant quotas (docs/model.md §1.7, §4.10), kept sparse.
+
+    Row ``q`` is a binding (tenant t, type g) -- ``quota_cap[t, g]`` below the
+    type's workers in the classes, and t has a job -- with right side
+    ``rhs[q] = quota_cap[t, g]``; job i's column ``n`` has the coefficient
+    ``sum_{c of type g} n_c`` in it when ``tenant[i] == t``, else 0.
+    ``job_row[i, g]``: the row of job i's workers of type g (-1: none).
+    """
+
+    def __init__(self, problem, cap, ctype):
+        G, T = problem.n_types, problem.n_tenants
+        tenant = problem.tenant
+        in_type = np.bincount(ctype, weights=cap, minlength=G)
+        has_job = np.bincount(tenant[tenant >= 0], minlength=T) > 0
+        bind = (problem.quota_cap < in_type[None, :]) & has_job[:, None]
+        index = np.full((T, G), -1, dtype=np.int64)
+        index[bind] = np.arange(int(bind.sum()))  # row-major: the order of rhs
+        self.Q = int(bind.sum())
+        self.rhs = problem.quota_cap[bind].astype(np.float64)
+        self.job_row = np.where((tenant >= 0)[:, None], index[np.maximum(tenant, 0)], -1)  # (S, G)
+        self.ctype = np.asarray(ctype, dtype=np.int64)
+        self._rows = np.nonzero(self.job_row >= 0)  # (jobs, types) with a row
+
+    def type_counts(self, n):
+        """(S, G): each job's workers of each type, from its class counts ``n`` (S, C)."""
+        out = np.zeros((n.shape[0], self.job_row.shape[1]), dtype=np.float64)
+        np.add.at(out.T, self.ctype, n.T.astype(np.float64))
+        return out
+
+    def counts(self, n):
+        """(S, Q): each job's coefficients in the quota rows, from its class counts ``n`` (S, C)."""
+        out = np.zeros((n.shape[0], self.Q))
+        i, g = self._rows
+        out[i, self.job_row[i, g]] = self.type_counts(n)[i, g]
+        return out
+
+    def class_prices(self, mu):
+        """(S, C): the quota rows' prices ``mu`` (Q,) that one worker of each class costs each job."""
+        per_type = np.where(self.job_row >= 0, np.asarray(mu)[np.maximum(self.job_row, 0)] if self.Q else 0.0, 0.0)
+        return per_type[:, self.ctype]
+
+    def column(self, i, n):
+        """``[(row, coefficient)]`` of job ``i``'s column ``n`` (C,) in the quota rows (nonzero ones)."""
+        by_type = np.bincount(self.ctype, weights=n, minlength=self.job_row.shape[1])
+        used = np.flatnonzero((self.job_row[i] >= 0) & (by_type > 0))
+        return [(int(self.job_row[i, g]), float(by_type[g])) for g in used]
 
 
 def _class_counts(worker_job, members, S):

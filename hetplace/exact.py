@@ -25,6 +25,10 @@ Methods
     ``"dp"`` when every speed is 1 and the DP work is at most
     :data:`AUTO_DP_MAX_WORK` transitions, else ``"pruned-dp"`` when it applies,
     else ``"milp"``.
+
+Tenant quotas (``Problem(tenant=, quota=)``, docs/model.md §1.7, §4.10): the
+MILP and brute force are exact within them; the type DPs refuse a binding
+quota, and ``"auto"`` then runs the MILP.
 """
 
 import math
@@ -326,9 +330,30 @@ def _topology_refusal(problem, method):
     )
 
 
+def _quota_refusal(problem, method):
+    """Why a type DP (``method``) cannot run with a binding tenant quota (None without one).
+
+    The DP's state counts the workers of each type all jobs use together, not
+    each tenant's share of them, so it cannot keep a tenant within its quota.
+    """
+    if not problem.has_quota:
+        return None
+    up = problem.available_counts
+    can = problem.throughput > 0
+    t, g = next((int(t), int(g)) for t, g in np.argwhere(problem.quota_cap < up[None, :])
+                if (can[problem.tenant == t, g]).any())
+    return (
+        f"method='{method}' cannot honour tenant quotas, and this problem's quota binds: quota[{t}, {g}] = "
+        f"{problem.quota[t, g]:g} (tenant {t}, type {problem.type_names[g]!r}) is below the {int(up[g])} available "
+        "workers of that type (docs/model.md §1.7); the type DP counts the workers of each type all jobs use, "
+        "not each tenant's. Use method='milp' (exact with quotas), method='brute' on tiny problems, or "
+        "method='auto' (which then runs the MILP)."
+    )
+
+
 def _dp_refusal(problem):
     """Why the DP cannot run on ``problem`` (None when it can)."""
-    why = _topology_refusal(problem, "dp") or _speed_refusal(problem, "dp")
+    why = _topology_refusal(problem, "dp") or _speed_refusal(problem, "dp") or _quota_refusal(problem, "dp")
     if why is not None:
         return why
     states, _ = dp_size(problem)
@@ -368,6 +393,9 @@ def solve_exact(
     (docs/model.md §1.4).
     With ``Problem(weight=)`` every method is exact for the weighted mean
     (docs/model.md §1.5): it solves ``problem.objective_problem``.
+    With tenant quotas (``Problem(tenant=, quota=)``, docs/model.md §1.7,
+    §4.10) the MILP and brute force return the optimum within the quotas;
+    the type DPs refuse a quota that binds (``problem.has_quota``).
 
     Parameters
     ----------
@@ -418,7 +446,8 @@ def solve_exact(
         An option is not one of the valid values; ``method="dp"`` on a problem
         with per-worker speeds or beyond :data:`DP_MAX_STATES` /
         :data:`DP_MAX_TABLE`, or beyond :data:`DP_MAX_WORK` transitions without
-        a ``time_limit``; ``method="brute"`` beyond
+        a ``time_limit``; ``method="dp"`` or ``"pruned-dp"`` on a problem whose
+        tenant quota binds (the message names it); ``method="brute"`` beyond
         :data:`BRUTE_MAX_ASSIGNMENTS`; the MILP (``"milp"``, or ``"auto"``
         when the DP does not apply) beyond :data:`MILP_MAX_CELLS`, before
         anything is built.
@@ -531,6 +560,17 @@ def solve_exact(
     ``_hostile``: gradients 1e-3..1e12 s per iteration, throughputs and speeds
     down to 1e-6) SCIP and HiGHS were optimal on all, CP-SAT on 396 (4 honest
     downgrades), and no reported optimum was wrong.
+
+    **Tenant quotas** (docs/model.md §4.10): one row per binding (tenant,
+    type), ``sum`` over the tenant's jobs and the type's classes of
+    ``2^b z_icb <= quota_cap[t, g]`` (a class lies in one type); a type whose
+    quota is 0 gives the tenant's jobs no variable.  The incumbent (the
+    greedy baseline within the quotas, and without a ``time_limit`` also
+    SMP's placement when it is within them), the local moves and the hint
+    stay within the quotas (the moves are then priced by
+    :func:`hetplace._cost.price`, as with a topology).  Brute force skips
+    every assignment beyond a quota (a numpy enumeration: the compiled kernel
+    knows no tenants).
 
     **Type DP**: see :func:`hetplace._core._dp_nb.type_dp`.  Bound = objective.
     The DP and brute force price sizes with ``Problem.size_cost_spec``
@@ -681,8 +721,9 @@ def _dp_keep(problem, members, stride):
 
 # ---------------------------------------------------------------- brute force
 def _solve_brute(problem, t0, time_limit, verbose):
-    if problem.topology is not None:
-        return _solve_brute_topology(problem, t0, time_limit, verbose)
+    if problem.topology is not None or problem.has_quota:
+        # the compiled kernel prices jobs by their sizes and knows no tenants: price every assignment
+        return _solve_brute_priced(problem, t0, time_limit, verbose)
     try:
         from ._core._brute import brute_force
     except ImportError as exc:
@@ -738,17 +779,19 @@ def _brute_optimum(problem, t0, total, best, n, info, verbose):
 
 
 # ---------------------------------------------------------------- MILP
-#: Assignments :func:`_solve_brute_topology` prices per numpy call.
+#: Assignments :func:`_solve_brute_priced` prices per numpy call.
 _BRUTE_CHUNK = 1 << 15
 
 
-def _solve_brute_topology(problem, t0, time_limit, verbose):
-    """Brute force with a network topology: every assignment, priced by :func:`hetplace._cost.price`.
+def _solve_brute_priced(problem, t0, time_limit, verbose):
+    """Brute force with a network topology or a binding quota: every assignment, priced by :func:`price`.
 
     The assignments are enumerated in the compiled brute force's order (worker
-    0's job varies slowest; -1 idle first, then the jobs), in chunks, and the
-    first one of least total wins.  Python between chunks, so Ctrl-C and
-    ``time_limit`` stop it at the next chunk.
+    0's job varies slowest; -1 idle first, then the jobs), in chunks; those
+    that give a job a worker it cannot use, or a tenant more workers of a type
+    than its quota (docs/model.md §1.7), are skipped, and the first one of
+    least total wins.  Python between chunks, so Ctrl-C and ``time_limit``
+    stop it at the next chunk.
     """
     S, K = problem.n_jobs, problem.n_workers
     n = (S + 1) ** K
@@ -764,6 +807,8 @@ def _solve_brute_topology(problem, t0, time_limit, verbose):
         busy = wj >= 0
         usable = ~busy | (ok_worker & (problem.throughput[np.maximum(wj, 0), problem.worker_type[None, :]] > 0))
         rows = usable.all(axis=1)
+        if problem.has_quota and rows.any():
+            rows[rows] = _within_quota(problem, wj[rows])
         if rows.any():
             wj = np.ascontiguousarray(wj[rows])
             with np.errstate(divide="ignore", invalid="ignore"):
@@ -849,6 +894,34 @@ def _check_clock(deadline):
         raise _BudgetSpent
 
 
+def _within_quota(problem, rows):
+    """(R,) bool: which assignments ``rows`` (R, K) keep every tenant within its quota (docs/model.md §1.7).
+
+    All True without tenants.  Only the binding (tenant, type) pairs -- a quota
+    below the type's available workers -- can be exceeded: the workers of each
+    (row, pair) are counted by one ``np.unique`` over the busy workers (memory
+    O(R K) whatever the number of tenants) and compared with the quota.
+    """
+    rows = np.atleast_2d(rows)
+    R = rows.shape[0]
+    ok = np.ones(R, dtype=bool)
+    if problem.tenant is None or R == 0:
+        return ok
+    bind = problem.quota_cap < problem.available_counts[None, :]  # (T, G)
+    pair = np.full(bind.shape, -1, dtype=np.int64)
+    pair[bind] = np.arange(int(bind.sum()))
+    Q = int(bind.sum())
+    if Q == 0:
+        return ok
+    t = np.where(rows >= 0, problem.tenant[np.maximum(rows, 0)], -1)
+    q = np.where(t >= 0, pair[np.maximum(t, 0), problem.worker_type[None, :]], -1)
+    r = np.broadcast_to(np.arange(R)[:, None], rows.shape)
+    key, count = np.unique(r[q >= 0] * Q + q[q >= 0], return_counts=True)
+    over = count > problem.quota_cap[bind][key % Q]
+    ok[key[over] // Q] = False
+    return ok
+
+
 def _improve_by_moves(problem, placement, rel, deadline=math.inf):
     """Local search from ``placement`` by the polish kernel (:mod:`hetplace._core._polish`).
 
@@ -861,9 +934,12 @@ def _improve_by_moves(problem, placement, rel, deadline=math.inf):
     (relative), else ``placement`` itself: a claimed optimum that a step
     improves is not an optimum.  The same kernel as SMP's polish, on the
     backend ``"auto"`` resolves to, single-threaded; with a network topology
-    (which that kernel does not price) :func:`_improve_by_priced_moves`.
+    (which that kernel does not price) or a binding tenant quota (which it
+    does not know) :func:`_improve_by_priced_moves`.
     """
-    if problem.topology is not None:  # the polish kernel prices by size: the numpy descent prices the network
+    if problem.topology is not None or problem.has_quota:
+        # the polish kernel prices by size and knows no tenants: the numpy descent prices the network
+        # and keeps every step within the quotas
         return _improve_by_priced_moves(problem, placement, rel, deadline)
     from ._core._registry import resolve
 
@@ -900,16 +976,17 @@ _PRICED_BATCH_CELLS = 1 << 17
 
 
 def _improve_by_priced_moves(problem, placement, rel, deadline=math.inf):
-    """:func:`_improve_by_moves` with a network topology: the same neighbourhood priced by :func:`price`.
+    """:func:`_improve_by_moves` with a network topology or quotas: the same neighbourhood priced by :func:`price`.
 
     Best-improvement steps over single-worker moves (to another job or idle),
     and over swaps when no move pays, every candidate assignment priced
     exactly (the network and the restart losses) in numpy batches; at most
-    :data:`_PRICED_MOVE_SECONDS` and :data:`_MOVE_MAX_STEPS` steps.  Returns
-    the placement reached, confirmed by :func:`evaluate`, when it lowers the
-    mean JCT by more than ``rel``, else ``placement``.  A twin of the polish
-    kernel's neighbourhood because that kernel prices a job by its size
-    (docs/model.md §1.6).
+    :data:`_PRICED_MOVE_SECONDS` and :data:`_MOVE_MAX_STEPS` steps.  With a
+    binding tenant quota a candidate that exceeds it is never taken
+    (:func:`_within_quota`).  Returns the placement reached, confirmed by
+    :func:`evaluate`, when it lowers the mean JCT by more than ``rel``, else
+    ``placement``.  A twin of the polish kernel's neighbourhood because that
+    kernel prices a job by its size (docs/model.md §1.6) and knows no tenants.
     """
     S, K = problem.n_jobs, problem.n_workers
     deadline = min(deadline, time.perf_counter() + _PRICED_MOVE_SECONDS)
@@ -923,6 +1000,7 @@ def _improve_by_priced_moves(problem, placement, rel, deadline=math.inf):
     swaps = K * (K - 1) // 2 * K <= _PRICED_MOVE_CELLS
     iu, ju = np.triu_indices(K, 1) if swaps else (None, None)
     batch = max(1, _PRICED_BATCH_CELLS // max(K, 1))
+    quota = problem.has_quota
 
     def best_of(ks, js):
         """The least total of ``wj`` with worker ``ks[t]`` given job ``js[t]`` (and, for swaps, the
@@ -939,6 +1017,8 @@ def _improve_by_priced_moves(problem, placement, rel, deadline=math.inf):
                 rows[r, ks[part, 1]] = wj[ks[part, 0]]
             with np.errstate(divide="ignore", invalid="ignore"):
                 t = price(problem, rows).total
+            if quota:
+                t[~_within_quota(problem, rows)] = math.inf
             i = int(np.argmin(t))
             if t[i] < best_total:
                 best_total, best_row = float(t[i]), rows[i].copy()
@@ -954,13 +1034,16 @@ def _improve_by_priced_moves(problem, placement, rel, deadline=math.inf):
         ks, js = ks.ravel(), js.ravel()
         ok = (js != wj[ks]) & ((js < 0) | usable[np.maximum(js, 0), ks])
         best_total, best_row = best_of(ks[ok], js[ok])
-        if not best_total < total * (1.0 - 1e-12) and time.perf_counter() <= deadline:
+        if (not best_total < total * (1.0 - 1e-12) and problem.topology is not None
+                and time.perf_counter() <= deadline):
             # whole jobs: two jobs exchange their workers, or a job moves into one node (no single
             # worker's move can consolidate a job spread over nodes)
             rows = _job_moves(problem, wj, usable)
             if rows.shape[0]:
                 with np.errstate(divide="ignore", invalid="ignore"):
                     t = price(problem, rows).total
+                if quota:
+                    t[~_within_quota(problem, rows)] = math.inf
                 i = int(np.argmin(t))
                 if t[i] < best_total:
                     best_total, best_row = float(t[i]), rows[i].copy()
@@ -1045,6 +1128,17 @@ def _build_milp(pywraplp, solver_id, problem, upper=None, deadline=math.inf, gro
     # most workers one job can get: every other job keeps its minimum (one by default)
     cap = K - (int(n_lo.sum()) - n_lo)
     rho = problem.worker_throughput
+    if problem.has_quota:
+        # a type whose quota is 0 for a job's tenant gives the job no worker: its rates there are 0
+        # (exact, and no variable the quota row would fix: CP-SAT's grid then found no integer point
+        # of a size variable's bounds and called the model invalid)
+        none = np.zeros((S, problem.n_types), dtype=bool)
+        mine = problem.tenant >= 0
+        none[mine] = problem.quota_cap[problem.tenant[mine]] == 0
+        if none.any():
+            class_type = problem.worker_type[[int(m[0]) for m in members]]
+            rate = np.where(none[:, class_type], 0.0, rate)
+            rho = np.where(none[:, problem.worker_type], 0.0, rho)
     r_hat = rate.max(axis=1)  # per-job throughput normaliser
     topo = problem.topology
     if topo is None:
@@ -1183,6 +1277,22 @@ def _build_milp(pywraplp, solver_id, problem, upper=None, deadline=math.inf, gro
             _check_clock(deadline)
         if by_class[c]:
             row(-inf, int(size[c]), by_class[c])
+    # tenant quotas (docs/model.md §1.7): the jobs of tenant t use at most quota_cap[t, g] workers
+    # of type g, summed over the classes of that type (a class lies in one type)
+    # (only rows that can bind: a row at or above the type's workers in the classes repeats the
+    # capacity rows, and HiGHS's presolve returned wrong "optimal" answers with such rows)
+    if problem.has_quota:
+        class_type = problem.worker_type[[int(m[0]) for m in members]]
+        in_type = np.bincount(class_type, weights=size * (rate > 0).any(axis=0), minlength=problem.n_types)
+        by_quota = {}
+        for i in np.flatnonzero(problem.tenant >= 0):
+            _check_clock(deadline)
+            for j, (c, b, _) in enumerate(items[i]):
+                by_quota.setdefault((int(problem.tenant[i]), int(class_type[c])), []).append((z[i][j], 2 ** b))
+        for (t, g), terms in sorted(by_quota.items()):
+            cap_tg = int(problem.quota_cap[t, g])
+            if cap_tg < in_type[g] and sum(a for _, a in terms) > cap_tg:
+                row(-inf, cap_tg, terms)
     for i in range(S):
         _check_clock(deadline)
         # every job gets at least one worker
@@ -1318,9 +1428,10 @@ def _build_milp(pywraplp, solver_id, problem, upper=None, deadline=math.inf, gro
         objective.SetOffset(sum(float(problem.restart_cost[i]) for i in range(S) if weighed[i]) / (S * scale))
     objective.SetMinimization()
     _check_clock(deadline)
-    if topo is not None and upper is not None and solver_id != "HIGHS":
-        # the incumbent as a start (only with a topology: the flat model's placements stay bit for
-        # bit as before; not for HiGHS, which OR-Tools 9.15 crashes with a hint: a segmentation fault)
+    if (topo is not None or problem.has_quota) and upper is not None and solver_id != "HIGHS":
+        # the incumbent as a start (only with a topology or a binding quota: the flat model's placements
+        # stay bit for bit as before; not for HiGHS, which OR-Tools 9.15 crashes with a hint: a
+        # segmentation fault)
         _milp_hint(solver, problem, upper, members, items, z, u, level, w, keep, domains)
     handles = {"z": z, "items": items, "members": members, "scale": scale, "offset": offset, "n_classes": C,
                "nnz": nnz[0], "n_keep": sum(v is not None for v in keep), "n_forced_keep": int(sum(forced_keep)),
@@ -1473,11 +1584,13 @@ def _solve_milp(problem, solver_key, time_limit, threads, verbose, t0, grouping=
         return ExactResult("no_solution", msg, None, weak_bound, time.perf_counter() - t0, "milp", solver_name,
                            info)
     incumbent = _incumbent(problem)
-    if problem.topology is not None:
+    if problem.topology is not None or (problem.has_quota and time_limit is None):
         # the greedy baseline ignores the network; SMP's placement (seed 0) is often far better,
-        # and a better incumbent prunes more sizes and starts the solver closer
+        # and a better incumbent prunes more sizes and starts the solver closer.  With a binding
+        # quota: only when SMP's placement is within the quotas (_smp_seed0 returns None otherwise),
+        # and only without a time_limit, which SMP's search does not watch
         smp = _smp_seed0(problem)
-        if smp.mean_jct < incumbent.mean_jct:
+        if smp is not None and smp.mean_jct < incumbent.mean_jct:
             incumbent = smp
     incumbent = _improve_by_moves(problem, incumbent, 1e-9, deadline=deadline - cells * _MOVE_SECONDS_PER_CELL)
     weak_bound = float(np.mean(problem.jct_alone))  # every job alone: a valid lower bound
@@ -1748,7 +1861,8 @@ def _verify(problem, placement, status, msg, milp_objective, bound, incumbent, t
 # ---------------------------------------------------------------- pruned type DP
 def _pruned_dp_refusal(problem):
     """Why ``method="pruned-dp"`` cannot run on ``problem`` (None when it can)."""
-    why = _topology_refusal(problem, "pruned-dp") or _speed_refusal(problem, "pruned-dp")
+    why = (_topology_refusal(problem, "pruned-dp") or _speed_refusal(problem, "pruned-dp")
+           or _quota_refusal(problem, "pruned-dp"))
     if why is not None:
         return why
     vectors, _ = dp_size(problem)
@@ -1797,7 +1911,7 @@ def _solve_pruned_dp(problem, t0, time_limit, verbose):
     info["bound_status"] = lb.status
     incumbent = _smp_seed0(problem)
     info["incumbent"] = "smp"
-    if lb.placement is not None and lb.placement.mean_jct < incumbent.mean_jct:
+    if incumbent is None or (lb.placement is not None and lb.placement.mean_jct < incumbent.mean_jct):
         incumbent, info["incumbent"] = lb.placement, "greedy"
     pi = np.zeros(G)
     prices = lb.info.get("prices")

@@ -9,9 +9,9 @@ with those registries, so a method, backend, exact method or solver added to
 the library but not here fails the suite; the feature tests (size bounds:
 ``test_bounds.py``, down workers: ``test_available.py``, re-placement with
 restarts: ``test_restart_*.py``, job weights: ``test_weights.py``, a network
-topology: ``test_topology_methods.py``, the edges of the numeric range:
-``test_placement.py``, hostile inputs: ``test_hostile.py``) run every row
-that :meth:`Method.applies` to their instance.
+topology: ``test_topology_methods.py``, tenant quotas: ``test_quotas_exact.py``,
+the edges of the numeric range: ``test_placement.py``, hostile inputs:
+``test_hostile.py``) run every row that :meth:`Method.applies` to their instance.
 """
 
 import dataclasses
@@ -54,11 +54,17 @@ class Method:
     restart_aware : bool
         Prices the restart cost of ``Problem(current=, restart_time=)`` in its choice
         (every row must still return a valid placement of such a problem).
+    quotas : bool
+        Honours binding tenant quotas (``Problem(tenant=, quota=)``, docs/model.md §1.7):
+        returns a placement within them.  A row that cannot (the type DPs refuse
+        them) is kept from problems whose quota binds (``problem.has_quota``);
+        tests/test_quotas_exact.py checks both.
     needs : str or None
         ``"cython"`` when it needs the compiled extensions.
 
     Today every row supports bounds and down workers; a row that cannot says so here,
-    and :meth:`applies` then keeps it from problems that use the feature.
+    and :meth:`applies` then keeps it from problems that use the feature (as it keeps
+    the rows with ``quotas=False`` from problems whose quota binds).
     """
 
     name: str
@@ -71,6 +77,7 @@ class Method:
     bounds: bool = True
     down_workers: bool = True
     restart_aware: bool = False
+    quotas: bool = True
     needs: "str | None" = None
 
     def runnable(self):
@@ -82,6 +89,8 @@ class Method:
         if not self.runnable():
             return False
         if (problem.bounded and not self.bounds) or (not problem.available.all() and not self.down_workers):
+            return False
+        if problem.has_quota and not self.quotas:
             return False
         if self.uniform_speeds_only and exact._dp_refusal(problem) is not None:
             return False
@@ -117,9 +126,10 @@ METHODS = (
     _row("smp-auto", "smp", backend="auto", restart_aware=True),
     _row("auto", "auto", restart_aware=True),
     _row("exact-auto", "exact", True, EXACT_REL, exact_method="auto", restart_aware=True),
-    _row("exact-dp", "exact", True, EXACT_REL, exact_method="dp", uniform_speeds_only=True, restart_aware=True),
+    _row("exact-dp", "exact", True, EXACT_REL, exact_method="dp", uniform_speeds_only=True, restart_aware=True,
+         quotas=False),
     _row("exact-pruned-dp", "exact", True, EXACT_REL, exact_method="pruned-dp", uniform_speeds_only=True,
-         restart_aware=True),
+         restart_aware=True, quotas=False),
     _row("exact-brute", "exact", True, EXACT_REL, exact_method="brute", max_assignments=200_000,
          restart_aware=True),
     _row("exact-milp-scip", "exact", True, EXACT_REL, exact_method="milp", solver="scip", restart_aware=True),
