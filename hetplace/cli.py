@@ -10,7 +10,10 @@ Commands
 ``hetplace place --cluster cluster.toml --jobs jobs.csv``
     Place the jobs of a CSV file on the cluster of a TOML file (formats:
     :mod:`hetplace.io`) and print or write the placement with per-worker shares
-    and its certified gap (``--no-bound`` skips it).
+    and its certified gap (``--no-bound`` skips it).  With tenants (a
+    ``tenant`` column, ``[[quotas]]`` tables) it also shows the GPUs each
+    tenant holds against its quotas (JSON: each job's ``tenant``, a
+    ``quotas`` block).
 ``hetplace bench``
     Sweep instance families x sizes x methods x seeds (:mod:`hetplace.bench`)
     and write CSV, JSON, a Markdown summary and PNG plots.
@@ -121,8 +124,10 @@ def _build_parser():
         f"{example_path('cluster.toml')} and {example_path('jobs.csv')} "
         "(in Python: hetplace.data.example_path('cluster.toml'), example_path('jobs.csv')).",
     )
-    pl.add_argument("--cluster", required=True, metavar="TOML", help="cluster description (types, counts, speeds, bandwidth; or [[nodes]] with racks)")
-    pl.add_argument("--jobs", required=True, metavar="CSV", help="job list (model or throughput_<type>, batch, iterations, grad_bytes)")
+    pl.add_argument("--cluster", required=True, metavar="TOML",
+                    help="cluster description (types, counts, speeds, bandwidth; or [[nodes]] with racks; "
+                    "[[quotas]]: GPUs per tenant)")
+    pl.add_argument("--jobs", required=True, metavar="CSV", help="job list (model or throughput_<type>, batch, iterations, grad_bytes, tenant)")
     pl.add_argument("--gavel", metavar="PATH", help="Gavel-format throughputs.json for the model column (overrides the cluster file's gavel)")
     pl.add_argument("--method", default="auto", choices=methods, help="placement method (default: auto)")
     pl.add_argument("--seed", type=int, default=0, help="seed of randomised methods (default 0)")
@@ -295,11 +300,22 @@ def _format_workers(placement):
     return "\n".join(lines)
 
 
+def _with_tenant_names(exc, tenants):
+    """``exc``, its message followed by the tenant names when it speaks of tenants (the library numbers them)."""
+    if not tenants or "tenant" not in str(exc):
+        return exc
+    names = ", ".join(f"{t} = {n!r}" for t, n in enumerate(tenants))
+    try:
+        return type(exc)(f"{exc} (tenants by number: {names})")
+    except TypeError:  # an error class whose constructor takes more than a message
+        return exc
+
+
 def _place(args, out):
     from .api import place
     from .data import load_gavel
-    from .errors import InvalidOptionError, InvalidProblemError
-    from .io import load_problem, write_placement
+    from .errors import HetplaceError, InvalidOptionError, InvalidProblemError
+    from .io import _format_quota_usage, _placement_doc, load_problem, write_placement
 
     gavel = None
     if args.gavel is not None:
@@ -307,18 +323,21 @@ def _place(args, out):
             gavel = load_gavel(args.gavel)
         except InvalidProblemError as exc:
             raise InvalidOptionError(f"--gavel: {exc}") from None
-    problem = load_problem(args.cluster, args.jobs, gavel=gavel)
-    placement = place(problem, method=args.method, seed=args.seed)
+    problem, tenants = load_problem(args.cluster, args.jobs, gavel=gavel, return_tenant_names=True)
+    try:
+        placement = place(problem, method=args.method, seed=args.seed)
+    except HetplaceError as exc:
+        raise _with_tenant_names(exc, tenants) from None
     if args.out is not None:
         fmt = "json" if args.json else None
         try:
-            write_placement(placement, args.out, fmt=fmt)
+            write_placement(placement, args.out, fmt=fmt, tenant_names=tenants)
         except OSError as exc:
             raise InvalidOptionError(f"--out {args.out!r} cannot be written ({exc.strerror}); pass a writable path.") from None
         out.write(f"wrote the placement of {problem.n_jobs} jobs on {problem.n_workers} workers to {args.out}\n")
         return 0
     if args.json:
-        doc = placement.to_dict()
+        doc = _placement_doc(placement, tenants)  # with each job's tenant and a quotas block, given tenants
         doc["inputs"] = {"cluster": str(args.cluster), "jobs": str(args.jobs), "seed": args.seed}
         bound = _certify(placement, args.no_bound)
         if bound is not None:
@@ -327,7 +346,8 @@ def _place(args, out):
         out.write("\n")
         return 0
     choice = f" (auto -> {placement.info['auto_choice']})" if "auto_choice" in placement.info else ""
-    out.write(f"{problem!r}\n\n{placement.format_table(workers=False)}\n\n{_format_workers(placement)}\n")
+    quotas = "" if problem.tenant is None else f"{_format_quota_usage(placement, tenants)}\n\n"
+    out.write(f"{problem!r}\n\n{placement.format_table(workers=False)}\n\n{quotas}{_format_workers(placement)}\n")
     out.write(f"method {args.method}{choice}, decision time {placement.info['wall_time'] * 1e3:.2f} ms\n")
     bound = _certify(placement, args.no_bound)
     if bound is not None:

@@ -35,6 +35,21 @@ type's ``count`` may be left out and must otherwise equal its nodes' GPUs.
 Nodes are numbered type by type, in file order within a type, and so are
 the workers (a node's GPUs consecutive).
 
+Either form may cap what each tenant's jobs hold together (``Problem(tenant=,
+quota=)``, docs/model.md §1.7), one ``[[quotas]]`` table per tenant::
+
+    [[quotas]]
+    tenant = "team-a"                 # the name the jobs' tenant column uses
+    v100 = 4                          # at most 4 v100 workers for all of team-a's jobs
+    k80 = 0                           # none of the k80s; a type not named: no limit
+
+A quota is a whole number >= 0 (or ``"inf"``: no limit, as when the type is
+not named).  A tenant of the job file without a ``[[quotas]]`` table has no
+limit; a ``[[quotas]]`` tenant without jobs is allowed (it holds nothing).
+Tenants are numbered (``Problem.tenant``, the rows of ``Problem.quota``) in
+the order of their ``[[quotas]]`` tables, then in the order the job file
+first names the others (:func:`tenant_arrays`).
+
 A job file (CSV, one job per line after the header) describes the jobs:
 
 =====================  ==========================================================
@@ -51,6 +66,8 @@ column                 meaning
 ``grad_bytes``         optional gradient bytes per iteration (``100e6``,
                        ``"100MB"``); blank = the model family's default when
                        ``model`` is given, else 0 (no communication)
+``tenant``             optional name of the job's tenant (any text; blank = no
+                       tenant), limited by the cluster's ``[[quotas]]``
 =====================  ==========================================================
 
 Every problem with a file is reported as :class:`InputFileError` (an
@@ -98,6 +115,7 @@ __all__ = [
     "read_cluster",
     "read_jobs",
     "load_problem",
+    "tenant_arrays",
     "write_cluster",
     "write_jobs",
     "write_placement",
@@ -221,10 +239,14 @@ class ClusterSpec:
         The ``Problem`` arguments ``node``, ``node_bandwidth`` (and ``rack``,
         ``rack_bandwidth``) of a cluster given as ``[[nodes]]``; None otherwise.
         ``bandwidth`` is then the top level's (between nodes, or racks).
+    quotas : dict of str to dict of str to int
+        ``{tenant name: {type name: most workers of that type}}`` of the
+        ``[[quotas]]`` tables, in file order (docs/model.md §1.7); a type not
+        named has no limit.  Empty without ``[[quotas]]``.
     """
 
     def __init__(self, type_names, type_counts, worker_speed=None, bandwidth=math.inf, gavel=None, path=None,
-                 topology=None):
+                 topology=None, quotas=None):
         self.type_names = list(type_names)
         self.type_counts = [int(c) for c in type_counts]
         self.worker_speed = None if worker_speed is None else np.asarray(worker_speed, dtype=np.float64)
@@ -232,6 +254,7 @@ class ClusterSpec:
         self.gavel = None if gavel is None else Path(gavel)
         self.path = None if path is None else Path(path)
         self.topology = None if topology is None else dict(topology)
+        self.quotas = {} if quotas is None else {t: dict(q) for t, q in dict(quotas).items()}
 
     @property
     def n_workers(self):
@@ -243,13 +266,14 @@ class ClusterSpec:
             f"bandwidth={self.bandwidth:.4g}, per_worker_speeds={self.worker_speed is not None}"
             + ("" if self.topology is None else f", nodes={self.topology['node_bandwidth'].size}"
                + ("" if "rack" not in self.topology else f", racks={self.topology['rack_bandwidth'].size}"))
+            + ("" if not self.quotas else f", quotas={self.quotas}")
             + ")"
         )
 
 
 _TYPE_KEYS = ("name", "count", "speeds")
 _CLUSTER_KEYS = ("bandwidth", "gavel", "rack_bandwidth")
-_TOP_KEYS = ("cluster", "types", "gavel", "nodes", "racks")
+_TOP_KEYS = ("cluster", "types", "gavel", "nodes", "racks", "quotas")
 _NODE_KEYS = ("count", "type", "gpus", "bandwidth", "rack")
 _RACK_KEYS = ("name", "bandwidth")
 _BANDWIDTH_EXAMPLE = "e.g. bandwidth = \"10Gbit/s\" or bandwidth = 1.25e9."
@@ -433,7 +457,9 @@ def read_cluster(path):
                                  "racks when [[nodes]] name racks).", "add bandwidth = \"100Gbit/s\" (say) to "
                                  "[cluster]; \"inf\" makes those links free.", field="cluster.bandwidth")
         topology = _topology(path, nodes, names, doc, cluster)
-    return ClusterSpec(names, counts, speeds if any_speed else None, bandwidth, gavel, path, topology=topology)
+    quotas = _read_quotas(path, doc.get("quotas"), names)
+    return ClusterSpec(names, counts, speeds if any_speed else None, bandwidth, gavel, path, topology=topology,
+                       quotas=quotas)
 
 
 def _bandwidth_field(path, value, field, example):
@@ -582,8 +608,279 @@ def _topology(path, nodes, names, doc, cluster):
     return out
 
 
+# ------------------------------------------------------------------ tenants and quotas
+def _quota_number(value):
+    """``(quota, None)`` of a quota value (an int, or ``math.inf`` for no limit), or ``(None, what is wrong)``."""
+    if isinstance(value, str):
+        if value.strip().lower() in ("inf", "infinity"):
+            return math.inf, None
+        return None, "is a string, not a number"
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return None, "is not a number"
+    if isinstance(value, (int, np.integer)):
+        if value < 0:
+            return None, "is negative"
+        if value > COUNT_MAX:
+            return None, f"is above 2**53 = {COUNT_MAX} (the largest count supported)"
+        return int(value), None
+    v = float(value)
+    if math.isnan(v):
+        return None, "is not a number (nan)"
+    if v < 0:
+        return None, "is negative"
+    if math.isinf(v):
+        return math.inf, None
+    if v != round(v):
+        return None, "is not a whole number"
+    if v > COUNT_MAX:
+        return None, f"is above 2**53 = {COUNT_MAX} (the largest count supported)"
+    return int(v), None
+
+
+def _type_hint(key, names):
+    """The fix for a quota key ``key`` that names no GPU type of ``names``."""
+    close = [n for n in names if n.lower() == str(key).strip().lower()]
+    if close:
+        return f"write the type as the cluster names it: {close[0]}."
+    return f"name one of the cluster's types ({', '.join(names)}), or drop the key (no limit on that type)."
+
+
+def _read_quotas(path, raw, names):
+    """``{tenant: {type: int}}`` of the ``[[quotas]]`` tables (file order; ``"inf"`` dropped), ``{}`` without."""
+    if raw is None:
+        return {}
+    _check_tables(path, raw, "quotas", "write one [[quotas]] section per tenant (double brackets), with "
+                  "tenant = \"name\" and one key per limited GPU type, e.g. v100 = 4.", empty=True)
+    if raw and "tenant" in names:
+        raise InputFileError(path, "a GPU type is named 'tenant', the key [[quotas]] tables give the tenant's "
+                             "name with.", "rename that GPU type (e.g. \"tenant-gpu\") in [[types]] / [[nodes]] "
+                             "and in the job file's throughput_ column.", field="quotas")
+    out, first = {}, {}
+    for j, t in enumerate(raw):
+        name = t.get("tenant")
+        label = f"[[quotas]] #{j + 1}" + (f" ({name.strip()[:40]})" if isinstance(name, str) and name.strip() else "")
+        if "tenant" not in t:
+            raise InputFileError(path, "the tenant's name is missing.", "add tenant = \"team-a\" (the name the "
+                                 "job file's tenant column gives that tenant's jobs).", field=f"{label}, key 'tenant'")
+        if not isinstance(name, str) or not name.strip():
+            raise InputFileError(path, f"tenant must be a non-empty string; got {_short(name)}.",
+                                 "write the name in double quotes, e.g. tenant = \"team-a\" (as in the job file's "
+                                 "tenant column).", field=f"{label}, key 'tenant'")
+        name = name.strip()
+        if name in out:
+            raise InputFileError(path, f"tenant {_short(name)} has two [[quotas]] tables (#{first[name]} and "
+                                 f"#{j + 1}).", "merge them into one table per tenant.",
+                                 field=f"{label}, key 'tenant'")
+        limits = {}
+        for key, value in t.items():
+            if key == "tenant":
+                continue
+            if key not in names:
+                raise InputFileError(path, f"{_short(key)} is not a GPU type of the cluster "
+                                     f"({', '.join(names)}).", _type_hint(key, names),
+                                     field=f"{label}, key {_short(key)}")
+            q, wrong = _quota_number(value)
+            if wrong is not None:
+                raise InputFileError(path, f"the quota of type {key} must be a whole number of workers >= 0, or "
+                                     f"\"inf\" for no limit; got {_short(value)}, which {wrong}.",
+                                     f"write a whole number of workers >= 0 with no quotes, e.g. {key} = 4 (leave the "
+                                     "type out for no limit).",
+                                     field=f"{label}, key {_short(key)}")
+            if math.isfinite(q):
+                limits[key] = q
+        out[name] = limits
+        first[name] = j + 1
+    return out
+
+
+def tenant_arrays(quotas, tenants, type_names):
+    """The ``Problem(tenant=, quota=)`` arguments of named tenants (docs/model.md §1.7).
+
+    Parameters
+    ----------
+    quotas : dict of str to dict of str to int, or None
+        ``{tenant name: {type name: most workers of that type}}``, e.g.
+        :attr:`ClusterSpec.quotas`.  A type not named, or a quota of ``inf``
+        (or ``"inf"``), has no limit; a tenant may have no job.
+    tenants : sequence of str or None, or None
+        The tenant name of each job; None or ``""`` for a job of no tenant
+        (``tenants=None``: no job names a tenant).
+        A name that ``quotas`` does not give has no limit.
+    type_names : sequence of str
+        The problem's GPU types, in order (the columns of ``quota``).
+
+    Returns
+    -------
+    names : list of str
+        The tenants by index: the keys of ``quotas`` in order, then the
+        other names of ``tenants`` in order of first appearance.
+    tenant : ndarray of int64, shape (S,), or None
+        Index of each job's tenant in ``names``, -1 for none.
+    quota : ndarray of float64, shape (len(names), G), or None
+        Most workers of each type per tenant, ``inf`` for no limit.
+        ``tenant`` and ``quota`` are None when ``names`` is empty (a problem
+        without tenants).
+
+    Raises
+    ------
+    InvalidProblemError
+        ``quotas`` is not such a dict, names a type not in ``type_names``, or
+        holds a quota that is not a whole number >= 0 or ``inf``; a tenant
+        name is not a non-empty string.
+
+    Examples
+    --------
+    >>> names, tenant, quota = tenant_arrays({"a": {"v100": 4}}, ["b", None, "a"], ["k80", "v100"])
+    >>> names, tenant.tolist(), quota.tolist()
+    (['a', 'b'], [1, -1, 0], [[inf, 4.0], [inf, inf]])
+    """
+    from collections.abc import Mapping
+
+    type_names = list(type_names)
+    if quotas is None:
+        quotas = {}
+    if not isinstance(quotas, Mapping):
+        raise InvalidProblemError(f"quotas must be a dict {{tenant name: {{type name: max GPUs}}}}; got "
+                                  f"{_short(quotas)}. Pass e.g. quotas={{'team-a': {{'v100': 4}}}}.")
+    names, rows = [], []
+    for name, limits in quotas.items():
+        if not isinstance(name, str) or not name.strip():
+            raise InvalidProblemError(f"quotas has the key {_short(name)}, not a tenant name. Use non-empty "
+                                      "strings as keys, e.g. quotas={'team-a': {'v100': 4}}.")
+        if not isinstance(limits, Mapping):
+            raise InvalidProblemError(f"quotas[{name!r}] must be a dict {{type name: max GPUs}}; got "
+                                      f"{_short(limits)}. Pass e.g. {{'v100': 4}} ({{}} for no limit).")
+        row = np.full(len(type_names), math.inf)
+        for key, value in limits.items():
+            if key not in type_names:
+                hint = _type_hint(key, type_names)
+                raise InvalidProblemError(f"quotas[{name!r}] names {_short(key)}, not a GPU type of the problem "
+                                          f"({', '.join(map(str, type_names))}). {hint[0].upper()}{hint[1:]}")
+            q, wrong = _quota_number(value)
+            if wrong is not None:
+                raise InvalidProblemError(f"quotas[{name!r}][{key!r}] = {_short(value)} {wrong}. Give a whole "
+                                          "number of workers >= 0, or inf (or leave the type out) for no limit.")
+            row[type_names.index(key)] = q
+        names.append(name)
+        rows.append(row)
+    index = {n: t for t, n in enumerate(names)}
+    if tenants is None:
+        tenants = []
+    if isinstance(tenants, (str, bytes, Mapping)) or not hasattr(tenants, "__iter__"):
+        raise InvalidProblemError(f"tenants must be a sequence of one tenant name (or None) per job; got "
+                                  f"{_short(tenants)}. Pass e.g. ['team-a', None, 'team-b'].")
+    tenant = []
+    for i, name in enumerate(tenants):
+        if name is None or (isinstance(name, str) and not name.strip()):
+            tenant.append(-1)
+            continue
+        if not isinstance(name, str):
+            raise InvalidProblemError(f"tenants[{i}] = {_short(name)} is not a tenant name. Give a string, or "
+                                      "None for a job of no tenant.")
+        if name not in index:
+            index[name] = len(names)
+            names.append(name)
+            rows.append(np.full(len(type_names), math.inf))
+        tenant.append(index[name])
+    if not names:
+        return [], None, None
+    return names, np.array(tenant, dtype=np.int64), np.array(rows, dtype=np.float64).reshape(len(names), -1)
+
+
+def _default_tenant_names(problem, tenant_names, what="tenant_names"):
+    """``tenant_names`` checked against ``problem`` (one distinct non-empty str per tenant), or ``tenant<t>``."""
+    T = problem.n_tenants
+    if tenant_names is None:
+        return [f"tenant{t}" for t in range(T)]
+    if isinstance(tenant_names, (str, bytes)) or not hasattr(tenant_names, "__len__"):
+        raise InvalidOptionError(f"{what} must be a list of {T} tenant names (one per row of problem.quota); got "
+                                 f"{_short(tenant_names)}.")
+    names = list(tenant_names)
+    if len(names) != T:
+        raise InvalidOptionError(f"{what} has {len(names)} names but the problem has {T} tenants; give one name "
+                                 "per row of problem.quota (or None for tenant0, tenant1, ...).")
+    for t, n in enumerate(names):
+        if not isinstance(n, str) or not n.strip() or n != n.strip():
+            raise InvalidOptionError(f"{what}[{t}] = {_short(n)} is not a tenant name; give a non-empty string "
+                                     "without leading or trailing spaces.")
+    if len(set(names)) != T:
+        dup = next(n for n in names if names.count(n) > 1)
+        raise InvalidOptionError(f"{what} names tenant {dup!r} twice; give every tenant its own name.")
+    return names
+
+
+def _quota_usage_doc(placement, tenant_names=None):
+    """Workers used and quota per tenant and type of ``placement``, as JSON-ready data.
+
+    Parameters
+    ----------
+    placement : Placement
+        Of a problem with tenants (``problem.tenant`` not None).
+    tenant_names : list of str, optional
+        One name per tenant (default ``tenant0``, ``tenant1``, ...).
+
+    Returns
+    -------
+    dict
+        ``{tenant name: {type name: {"used": int, "quota": int or None}}}``
+        (None: no limit), tenants in index order, every type listed.
+    """
+    from ._quota import quota_usage
+
+    p = placement.problem
+    names = _default_tenant_names(p, tenant_names)
+    used = quota_usage(p.tenant, p.n_tenants, np.asarray(placement.worker_job), p.worker_type, p.n_types)
+    return {
+        names[t]: {p.type_names[g]: {"used": int(used[t, g]),
+                                     "quota": int(p.quota[t, g]) if math.isfinite(p.quota[t, g]) else None}
+                   for g in range(p.n_types)}
+        for t in range(p.n_tenants)
+    }
+
+
+def _format_quota_usage(placement, tenant_names=None):
+    """Text table of the workers each tenant's jobs hold against its quotas (``used/quota``, ``-``: no limit).
+
+    Parameters
+    ----------
+    placement : Placement
+        Of a problem with tenants.
+    tenant_names : list of str, optional
+        As :func:`_quota_usage_doc`.
+
+    Returns
+    -------
+    str
+    """
+    p = placement.problem
+    doc = _quota_usage_doc(placement, tenant_names)
+    jobs = np.bincount(p.tenant[p.tenant >= 0], minlength=p.n_tenants)
+    cells = [[f"{c['used']}/{'-' if c['quota'] is None else c['quota']}" for c in row.values()] for row in doc.values()]
+    nw = max(6, *(len(n) for n in doc))
+    cw = [max(len(t), *(len(r[g]) for r in cells)) for g, t in enumerate(p.type_names)]
+    lines = ["GPUs per tenant: used/quota (- = no limit)",
+             f"{'tenant':<{nw}}  {'jobs':>4}  " + "  ".join(f"{t:>{w}}" for t, w in zip(p.type_names, cw))]
+    for t, name in enumerate(doc):
+        lines.append(f"{name:<{nw}}  {int(jobs[t]):>4}  " + "  ".join(f"{c:>{w}}" for c, w in zip(cells[t], cw)))
+    return "\n".join(lines)
+
+
+def _placement_doc(placement, tenant_names=None):
+    """:meth:`Placement.to_dict`, with each job's ``tenant`` (name or None) and a ``quotas`` block
+    (:func:`_quota_usage_doc`) when the problem has tenants."""
+    doc = placement.to_dict()
+    p = placement.problem
+    if p.tenant is None:
+        return doc
+    names = _default_tenant_names(p, tenant_names)
+    for i, job in enumerate(doc["jobs"]):
+        job["tenant"] = names[p.tenant[i]] if p.tenant[i] >= 0 else None
+    doc["quotas"] = _quota_usage_doc(placement, names)
+    return doc
+
+
 # ------------------------------------------------------------------ jobs
-_BASE_COLUMNS = ("name", "model", "batch", "iterations", "grad_bytes")
+_BASE_COLUMNS = ("name", "model", "batch", "iterations", "grad_bytes", "tenant")
 
 
 def _number(text, path, line, column, what, fix):
@@ -651,7 +948,9 @@ def read_jobs(path, cluster, gavel=None):
     -------
     dict
         ``throughput`` (S, G) float64, ``batch`` (S,) int64, ``iterations``
-        (S,) float64, ``grad_bytes`` (S,) float64, ``job_names`` list of str.
+        (S,) float64, ``grad_bytes`` (S,) float64, ``job_names`` list of str,
+        ``tenant`` list of str or None (None: no tenant, or no ``tenant``
+        column).
 
     Raises
     ------
@@ -721,7 +1020,7 @@ def read_jobs(path, cluster, gavel=None):
             line=header_line)
 
     table = gavel if gavel is not None else cluster.gavel
-    rho, batch, iters, grad, names, seen = [], [], [], [], [], set()
+    rho, batch, iters, grad, names, tenants, seen = [], [], [], [], [], [], set()
     for row in rows:
         line = reader.line_num
         if not row or not any(c.strip() for c in row) or row[0].lstrip().startswith("#"):
@@ -826,6 +1125,7 @@ def read_jobs(path, cluster, gavel=None):
         iters.append(it)
         grad.append(gb)
         names.append(name)
+        tenants.append(cell("tenant") or None)
         seen.add(name)
     if not names:
         raise InputFileError(path, "the job file has a header but no jobs.", "add one line per job below the header.")
@@ -835,10 +1135,11 @@ def read_jobs(path, cluster, gavel=None):
         "iterations": np.array(iters, dtype=np.float64),
         "grad_bytes": np.array(grad, dtype=np.float64),
         "job_names": names,
+        "tenant": tenants,
     }
 
 
-def load_problem(cluster, jobs, gavel=None):
+def load_problem(cluster, jobs, gavel=None, *, return_tenant_names=False):
     """Build a :class:`~hetplace.Problem` from a cluster TOML and a job CSV.
 
     Parameters
@@ -847,30 +1148,46 @@ def load_problem(cluster, jobs, gavel=None):
     jobs : str or path-like
     gavel : GavelTable or path-like, optional
         Overrides the cluster file's ``gavel``.
+    return_tenant_names : bool, default False
+        Also return the tenant names, by index (:func:`tenant_arrays`).
 
     Returns
     -------
-    Problem
+    problem : Problem
+        With ``tenant`` and ``quota`` when the cluster has ``[[quotas]]`` or
+        a job names a tenant (:func:`tenant_arrays`); without, the same
+        problem as before tenants existed.
+    tenant_names : list of str
+        Only with ``return_tenant_names``: ``tenant_names[t]`` is the name of
+        tenant ``t`` (row ``t`` of ``problem.quota``); empty without tenants.
 
     Raises
     ------
     InputFileError
         Any problem with the files, or a problem the files describe that has
-        no feasible placement (message prefixed by both file names).
+        no feasible placement, also within the quotas (message prefixed by
+        both file names).
     """
     spec = cluster if isinstance(cluster, ClusterSpec) else read_cluster(cluster)
     data = read_jobs(jobs, spec, gavel=gavel)
+    names, tenant, quota = tenant_arrays(spec.quotas, data["tenant"], spec.type_names)
+    quotas = {} if tenant is None else {"tenant": tenant, "quota": quota}
     try:
-        return Problem(
+        problem = Problem(
             data["throughput"], spec.type_counts, data["batch"], data["iterations"],
             grad_bytes=data["grad_bytes"], bandwidth=spec.bandwidth, worker_speed=spec.worker_speed,
-            job_names=data["job_names"], type_names=spec.type_names, **(spec.topology or {}),
+            job_names=data["job_names"], type_names=spec.type_names, **(spec.topology or {}), **quotas,
         )
     except InvalidProblemError as exc:
+        fix = "add workers (count in [[types]]) or remove jobs; every job needs one worker of a type it can run on."
+        if names:
+            fix = ("add workers (count in [[types]]), raise the tenants' [[quotas]], or remove jobs; every job needs "
+                   "one worker of a type it can run on, within its tenant's quota (tenants: "
+                   + ", ".join(f"{t} = {_short(n)}" for t, n in enumerate(names)) + ").")
         raise InputFileError(
-            f"{spec.path or 'cluster'} + {jobs}", f"the jobs cannot be placed on this cluster: {exc}",
-            "add workers (count in [[types]]) or remove jobs; every job needs one worker of a type it can run on.",
+            f"{spec.path or 'cluster'} + {jobs}", f"the jobs cannot be placed on this cluster: {exc}", fix,
         ) from None
+    return (problem, names) if return_tenant_names else problem
 
 
 # ------------------------------------------------------------------ writers
@@ -925,19 +1242,39 @@ def _toml_str(s):
     return json.dumps(str(s))  # a JSON string is a valid TOML basic string
 
 
-def write_cluster(path, problem, gavel=None):
+def write_cluster(path, problem, gavel=None, tenant_names=None):
     """Write the cluster of ``problem`` as TOML (readable by :func:`read_cluster`).
+
+    Parameters
+    ----------
+    path : str or path-like
+    problem : Problem
+    gavel : str, optional
+        Written as the file's ``gavel`` path.
+    tenant_names : list of str, optional
+        Names of the tenants, one per row of ``problem.quota`` (default
+        ``tenant0``, ``tenant1``, ...; pass the same to :func:`write_jobs`).
+        Every tenant gets a ``[[quotas]]`` table, in index order, so reading
+        the two files back numbers the tenants as ``problem`` does.
 
     Raises
     ------
     InvalidOptionError
         ``path`` is not a file path, or cannot be written (:class:`OutputFileError`);
-        or ``problem`` has what the file formats cannot hold (workers that are
-        down, size bounds, a running placement, job weights).
+        ``tenant_names`` is not one distinct name per tenant; or ``problem``
+        has what the file formats cannot hold (workers that are down, size
+        bounds, a running placement, job weights).
     InvalidProblemTypeError
         ``problem`` is not a :class:`~hetplace.Problem`.
     """
     path = _problem_output(path, problem)
+    tenants = _default_tenant_names(problem, tenant_names)
+    if tenants and "tenant" in problem.type_names:
+        raise InvalidOptionError(
+            "the problem has tenants and a GPU type named 'tenant', the key the cluster TOML's [[quotas]] tables "
+            "name the tenant with, so the file could not be read back. Rename that type, or save the problem with "
+            "json.dumps(problem.to_dict()) (read back with Problem.from_dict)."
+        )
     nodes, order = _node_runs(problem) if problem.topology is not None else (None, np.arange(problem.n_workers))
     lines = []
     if gavel is not None:
@@ -963,8 +1300,17 @@ def write_cluster(path, problem, gavel=None):
         for r, b in enumerate(problem.topology.rack_bandwidth.tolist()):
             if r in {run["rack"] for run in nodes}:
                 lines += ["", "[[racks]]", f"name = {r}", f"bandwidth = {_bandwidth_text(b)}  # bytes/s between its nodes"]
+    for t, name in enumerate(tenants):
+        lines += ["", "[[quotas]]", f"tenant = {_toml_str(name)}"]
+        lines += [f"{_toml_key(problem.type_names[g])} = {int(q)}" for g, q in enumerate(problem.quota[t].tolist())
+                  if math.isfinite(q)]
     with _writing(path):
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _toml_key(name):
+    """``name`` as a TOML key: bare when it can be, else quoted (a '.' would make a dotted key)."""
+    return name if re.fullmatch(r"[A-Za-z0-9_\-]+", name) else _toml_str(name)
 
 
 def _bandwidth_text(b):
@@ -1014,8 +1360,16 @@ def _node_runs(problem):
     return runs, order
 
 
-def write_jobs(path, problem):
+def write_jobs(path, problem, tenant_names=None):
     """Write the jobs of ``problem`` as CSV with ``throughput_<type>`` columns (readable by :func:`read_jobs`).
+
+    Parameters
+    ----------
+    path : str or path-like
+    problem : Problem
+    tenant_names : list of str, optional
+        As :func:`write_cluster`: with tenants, a ``tenant`` column gives each
+        job's tenant name (blank for none).
 
     Raises
     ------
@@ -1023,17 +1377,21 @@ def write_jobs(path, problem):
         As :func:`write_cluster`.
     """
     path = _problem_output(path, problem)
+    tenants = _default_tenant_names(problem, tenant_names)
+    has = problem.tenant is not None
     with _writing(path), open(path, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
-        w.writerow(["name", *(f"throughput_{t}" for t in problem.type_names), "batch", "iterations", "grad_bytes"])
+        w.writerow(["name", *(f"throughput_{t}" for t in problem.type_names), "batch", "iterations", "grad_bytes",
+                    *(["tenant"] if has else [])])
         for i in range(problem.n_jobs):
             w.writerow([
                 problem.job_names[i], *(repr(float(v)) for v in problem.throughput[i]),
                 int(problem.batch[i]), repr(float(problem.iterations[i])), repr(float(problem.grad_bytes[i])),
+                *([tenants[problem.tenant[i]] if problem.tenant[i] >= 0 else ""] if has else []),
             ])
 
 
-def write_placement(placement, path, fmt=None):
+def write_placement(placement, path, fmt=None, tenant_names=None):
     """Write a placement to ``path``.
 
     Parameters
@@ -1041,9 +1399,14 @@ def write_placement(placement, path, fmt=None):
     placement : Placement
     path : str or path-like
     fmt : {"json", "csv", "text"}, optional
-        Default from the suffix: ``.json`` -> JSON (:meth:`Placement.to_dict`),
+        Default from the suffix: ``.json`` -> JSON (:meth:`Placement.to_dict`;
+        with tenants, also each job's ``tenant`` and a ``quotas`` block of
+        ``{tenant: {type: {"used": n, "quota": q or null}}}``),
         ``.csv`` -> one line per worker (worker, type, speed, job, share),
-        anything else -> the text table.
+        anything else -> the text table (with tenants, followed by the GPUs
+        each tenant holds against its quotas).
+    tenant_names : list of str, optional
+        Names of the problem's tenants, by index (default ``tenant0``, ...).
 
     Raises
     ------
@@ -1062,13 +1425,14 @@ def write_placement(placement, path, fmt=None):
         fmt = {".json": "json", ".csv": "csv"}.get(path.suffix.lower(), "text")
     if fmt not in ("json", "csv", "text"):
         raise InvalidOptionError(f"fmt={fmt!r} is not valid; choose one of 'json', 'csv', 'text'.")
+    tenants = _default_tenant_names(placement.problem, tenant_names)
     with _writing(path):
-        _write_placement(placement, path, fmt)
+        _write_placement(placement, path, fmt, tenants)
 
 
-def _write_placement(placement, path, fmt):
+def _write_placement(placement, path, fmt, tenants):
     if fmt == "json":
-        path.write_text(json.dumps(placement.to_dict(), indent=2) + "\n", encoding="utf-8")
+        path.write_text(json.dumps(_placement_doc(placement, tenants), indent=2) + "\n", encoding="utf-8")
     elif fmt == "csv":
         with open(path, "w", newline="", encoding="utf-8") as f:
             w = csv.writer(f)
@@ -1076,4 +1440,5 @@ def _write_placement(placement, path, fmt):
             for d in placement.to_dict()["workers"]:
                 w.writerow([d["worker"], d["type"], repr(d["speed"]), "" if d["job"] is None else d["job"], d["share"]])
     else:
-        path.write_text(placement.format_table(workers=True) + "\n", encoding="utf-8")
+        quotas = "" if placement.problem.tenant is None else "\n\n" + _format_quota_usage(placement, tenants)
+        path.write_text(placement.format_table(workers=True) + quotas + "\n", encoding="utf-8")

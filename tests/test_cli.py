@@ -112,6 +112,28 @@ def test_place_out_file(tmp_path, name, flag):
         assert body.startswith("job") and "method equal" in body
 
 
+QUOTAS = str(ROOT / "examples" / "quotas.toml")
+TENANT_JOBS = str(ROOT / "examples" / "jobs_tenants.csv")
+
+
+def test_place_help_names_the_tenant_column_and_quotas(capsys):
+    assert main(["place", "--help"], out=io.StringIO()) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "[[quotas]]: GPUs per tenant" in text and "grad_bytes, tenant)" in text
+
+
+@pytest.mark.parametrize("name", ["p.txt", "p.csv"])
+def test_place_out_file_with_tenants(tmp_path, name):
+    out = tmp_path / name
+    code, _ = run(["place", "--cluster", QUOTAS, "--jobs", TENANT_JOBS, "--method", "smp", "--out", str(out)])
+    assert code == 0
+    body = out.read_text()
+    if name.endswith(".csv"):  # one line per worker, as without tenants
+        assert body.splitlines()[0] == "worker,type,speed,job,share"
+    else:
+        assert "GPUs per tenant: used/quota (- = no limit)" in body and "interns" in body
+
+
 def test_place_with_gavel_models():
     code, text = run(["place", "--cluster", str(DATA / "cluster_gavel.toml"), "--jobs", str(DATA / "jobs_gavel.csv"),
                       "--method", "exact", "--json"])
