@@ -641,6 +641,9 @@ def _place(problem, seed, opts, flat):
     if not len(cand):
         from .baselines import greedy_placement
 
+        if problem.has_quota:  # the max-flow start within the quotas, descended (docs/model.md §3.14)
+            wj = flat._quota_finish(problem, np.zeros((0, K), dtype=np.int64), np.zeros(0))[0][-1]
+            return wj, dict(seed=seed, samples=int(cats.shape[0]), fallback="quota start")
         return greedy_placement(problem), dict(seed=seed, samples=int(cats.shape[0]), fallback="greedy")
     # 2. pack the best distinct proxy results of each half (interleaved: the best of each first)
     per = max(1, opts["polish_top"] or len(cand)) if search else LARGE_PACKED
@@ -671,6 +674,8 @@ def _place(problem, seed, opts, flat):
         packed = np.concatenate([packed, extra_g])
         total = np.concatenate([total, price(problem, extra_g).total])
     t3 = time.perf_counter()
+    # the quota search also starts from the candidates before the quota-blind search (docs/model.md §3.14)
+    starts = [(packed.copy(), total.copy())] if problem.has_quota else []
     searched = 0
     if search:
         # 3. the exact descent on the best packed candidates
@@ -694,6 +699,9 @@ def _place(problem, seed, opts, flat):
             row = np.ascontiguousarray(packed[top:top + 1])
             total[top] = _descent(problem, row, opts, flat, kicks=sweep_kicks(problem)[None])[0][0]
             packed[top] = row[0]
+    quota_steps = None
+    if problem.has_quota:  # the best candidates repaired and descended within the quotas (docs/model.md §3.14)
+        packed, total, quota_steps = flat._quota_finish(problem, packed, total, starts)
     t4 = time.perf_counter()
     chosen = flat._choose(problem, packed, total, opts["fairness_tol"])
     wj = packed[chosen].copy()
@@ -705,4 +713,6 @@ def _place(problem, seed, opts, flat):
         polish=bool(opts["polish"]), topology=True, **modes,
         sample_time=t1 - t0, market_time=t2 - t1, pack_time=t3 - t2, search_time=t4 - t3,
     )
+    if quota_steps is not None:
+        info["quota_steps"] = int(quota_steps)
     return wj, info

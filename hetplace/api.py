@@ -20,7 +20,7 @@ METHODS = {
     "exact": ("exact_method", "solver", "time_limit", "threads"),
     "auto": ("latency_budget",),
     "smp": ("samples", "sampling", "matching", "polish", "polish_top", "fairness_tol", "max_rounds", "spread",
-            "speed_buckets", "backend", "threads", "restart_candidates"),
+            "speed_buckets", "backend", "threads", "restart_candidates", "time_limit"),
 }
 
 
@@ -93,8 +93,10 @@ def place(problem, method: str = "auto", seed: "int | None" = None, **options) -
     **options
         Method-specific options; ``"smp"`` takes ``samples``, ``sampling``,
         ``matching``, ``polish``, ``polish_top``, ``fairness_tol``,
-        ``max_rounds``, ``spread``, ``speed_buckets``, ``backend``, ``threads`` and ``restart_candidates``
-        (see :data:`hetplace.smp.SMP_DEFAULTS`);
+        ``max_rounds``, ``spread``, ``speed_buckets``, ``backend``, ``threads``, ``restart_candidates``
+        and ``time_limit`` (seconds: the market and the polish stop there and the best
+        finished sample wins, ``info["time_limit_hit"]`` says so; the flat search only, not
+        the topology or quota steps; see :data:`hetplace.smp.SMP_DEFAULTS`);
         ``"auto"`` takes ``latency_budget``; ``"exact"`` takes ``exact_method``
         (``"auto"``, ``"dp"``, ``"milp"``, ``"brute"``), ``solver``,
         ``time_limit`` and ``threads``.  Unknown options are rejected.

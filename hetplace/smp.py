@@ -30,6 +30,12 @@ the search runs on ``speed_buckets`` equal-size speed buckets per type
 (approximate values), every result is then scored with the true speeds and the polished
 ones get their workers reordered inside each bucket (:func:`_sort_buckets`).
 
+**Tenant quotas (ours).**  When a quota binds (``problem.has_quota``), sampled
+sizes are capped by what each job's tenant may hold, and after the market and
+the polish the best distinct rows are repaired and improved by a local search
+that never breaks a quota (:mod:`hetplace._smp_quota`; docs/model.md §3.14).
+Without a binding quota none of it runs.
+
 Steps 2-3 run in parallel over samples (Numba ``prange`` or Cython ``prange``);
 each sample writes only its own output row and the choice is serial, so the
 result is identical for any thread count and on every backend.
@@ -42,9 +48,10 @@ import numpy as np
 
 from . import _fork
 from ._cost import aggregate, price, restarted
+from ._rows import best_distinct_rows
 from ._core._registry import BACKEND_CHOICES as BACKENDS  # re-exported: the backend= choices
 from . import _interrupt
-from ._validation import check_choice, check_positive_int
+from ._validation import check_choice, check_positive_int, check_time_limit
 from .errors import InvalidOptionError
 
 __all__ = [
@@ -67,6 +74,7 @@ SMP_DEFAULTS = dict(
     backend="auto",
     threads=None,
     restart_candidates=8,
+    time_limit=None,
 )
 
 _MAX_POLISH_STEPS = 1_000_000
@@ -237,6 +245,7 @@ def _iv(problem, options):
             f"of a re-placement; 0 tries none); got {rc!r}."
         )
     opts["restart_candidates"] = int(rc)
+    opts["time_limit"] = check_time_limit(opts["time_limit"])
     opts["backend"] = resolve_backend(opts["backend"])
     return opts
 
@@ -318,7 +327,7 @@ def _class_counts(problem, class_of, n_classes):
     return out
 
 
-def _run(problem, cats, opts, extra=None, cost=None):
+def _run(problem, cats, opts, extra=None, cost=None, starts=None, deadline=math.inf):
     """Evaluate all categories on the chosen backend; returns (worker_job, total, stats, modes).
 
     Pass 1 (parallel): every category through the market.  Pass 2 (parallel):
@@ -335,7 +344,9 @@ def _run(problem, cats, opts, extra=None, cost=None):
 
     ``cost`` replaces the communication table the kernels price sizes with
     (a (S, K + 1) table: a size-priced proxy of a topology, docs/model.md §3.13);
-    None keeps the problem's own.
+    None keeps the problem's own.  ``starts``, a list, receives a copy of the
+    rows and totals before the polish (the quota search's extra starts,
+    docs/model.md §3.14).
     """
     from ._core._registry import kernels
 
@@ -368,7 +379,7 @@ def _run(problem, cats, opts, extra=None, cost=None):
         order_len = np.zeros(1, dtype=np.int64)
         worker_rank = np.zeros((1, 1), dtype=np.float64)
     out_wj = np.full((N, K), -1, dtype=np.int64)
-    out_total = np.empty(N)
+    out_total = np.full(N, math.inf)  # a sample the deadline skips stays inf
     out_stats = np.zeros((N, 3), dtype=np.int64)
     common = (rho, problem.work, cost, problem.worker_type, problem.class_speed,
               problem.uniform_speed)  # uniform_speed is False when a worker is down
@@ -376,7 +387,7 @@ def _run(problem, cats, opts, extra=None, cost=None):
     threads = thread_count(backend, opts["threads"], N * K * S)
     # long decisions run in a worker thread that Ctrl-C stops between batches of samples and
     # between polish steps (hetplace._interrupt); short ones inline
-    stop = _interrupt.new_stop() if N * K * S >= STOPPABLE_MIN_WORK else None
+    stop = _interrupt.new_stop() if N * K * S >= STOPPABLE_MIN_WORK or math.isfinite(deadline) else None
 
     def search(out_wj, out_total, out_stats):
         rows = None
@@ -399,8 +410,10 @@ def _run(problem, cats, opts, extra=None, cost=None):
                     out_wj = np.concatenate([out_wj, extra])
                     out_total = np.concatenate([out_total, _true_totals(problem, extra)])
                     out_stats = np.concatenate([out_stats, np.zeros((len(extra), 3), dtype=np.int64)])
+            if starts is not None:
+                starts.append((out_wj.copy(), out_total.copy()))
             if opts["polish"]:
-                rows = _rows_to_polish(out_wj, out_total, opts["polish_top"])
+                rows = best_distinct_rows(out_wj, out_total, opts["polish_top"])
                 if extra is not None and len(extra):  # the keep candidates are always polished
                     rows = np.concatenate([rows[rows < N], np.arange(N, N + len(extra))])
                     rows = rows[np.isfinite(out_total[rows])]
@@ -417,7 +430,8 @@ def _run(problem, cats, opts, extra=None, cost=None):
         return out_wj, out_total, out_stats, rows
 
     if stop is not None:
-        out_wj, out_total, out_stats, rows = _interrupt.call(lambda: search(out_wj, out_total, out_stats), stop)
+        out_wj, out_total, out_stats, rows = _interrupt.call(lambda: search(out_wj, out_total, out_stats), stop,
+                                                             deadline=deadline)
     else:
         out_wj, out_total, out_stats, rows = search(out_wj, out_total, out_stats)
     if approx:
@@ -429,7 +443,7 @@ def _run(problem, cats, opts, extra=None, cost=None):
             out_total[s] = _sort_buckets(problem, out_wj[s], members, cls_start, out_total[s])
     modes = dict(classes=int(C), market_on="classes" if market_cls else "workers",
                  polish_on="classes" if polish_cls else "workers", speed_buckets=opts["speed_buckets"] if approx else None,
-                 threads=threads)
+                 threads=threads, time_limit_hit=bool(stop is not None and stop[0] == _interrupt.DEADLINE))
     return out_wj, out_total, out_stats, modes
 
 
@@ -469,23 +483,6 @@ def _sort_buckets(problem, wj, members, cls_start, total, rounds=3):
         wj[:] = new
         total = t
     return total
-
-
-def _rows_to_polish(out_wj, out_total, top):
-    """Indices of the ``top`` best distinct finite market results (stable order)."""
-    order = np.argsort(out_total, kind="stable")
-    rows, seen = [], set()
-    for s in order:
-        if not np.isfinite(out_total[s]):
-            break
-        key = out_wj[s].tobytes()
-        if key in seen:
-            continue
-        seen.add(key)
-        rows.append(s)
-        if top is not None and len(rows) >= top:
-            break
-    return np.array(rows, dtype=np.int64)
 
 
 #: From this many ``samples * K * S`` a decision's kernels run in a worker thread that
@@ -642,7 +639,12 @@ def _keep_candidate(problem, restart, opts, seed):
     if free.size < jobs.size:
         return None
     try:
-        sub = problem._restrict(jobs, free)
+        if problem.has_quota:  # the sub-problem's quota: the room the kept jobs leave
+            from ._quota import quota_room
+
+            sub = problem._restrict(jobs, free, quota=quota_room(problem, wj).astype(np.float64))
+        else:
+            sub = problem._restrict(jobs, free)
     except InvalidProblemError:  # the left workers cannot give every job its minimum (or a usable type)
         return None
     sub_opts = {k: v for k, v in opts.items() if k != "restart_candidates"}
@@ -677,9 +679,24 @@ def _sampled_categories(problem, opts, seed):
         **({"spread": opts["spread"]} if opts["spread"] is not None and weighted else {}),
         backend=opts["backend"],
     )
-    if problem._capped.size:
+    if problem.has_quota:  # a job's usable size within its tenant's quota (docs/model.md §3.14)
+        cats = fit_sizes(cats, _quota_sizes(problem), problem.min_workers, problem.n_available, opts["backend"])
+    elif problem._capped.size:
         cats = fit_sizes(cats, problem.max_workers, problem.min_workers, problem.n_available, opts["backend"])
     return np.ascontiguousarray(cats, dtype=np.int64)
+
+def _quota_sizes(problem):
+    """Each job's most workers within its tenant's quota (:func:`hetplace._smp_quota.quota_sizes`)."""
+    from ._smp_quota import quota_sizes
+
+    return quota_sizes(problem)
+
+
+def _quota_finish(problem, out_wj, out_total, starts=(), limit=None):
+    """The best rows repaired and descended within the quotas (:func:`hetplace._smp_quota.quota_finish`)."""
+    from ._smp_quota import quota_finish
+
+    return quota_finish(problem, out_wj, out_total, starts, limit)
 
 
 def smp_place(problem, seed=None, **options):
@@ -699,25 +716,31 @@ def smp_place(problem, seed=None, **options):
 
         return topology_place(problem, seed, opts, sys.modules[__name__])
     t0 = time.perf_counter()
+    deadline = math.inf if opts["time_limit"] is None else t0 + opts["time_limit"]
     cats = _sampled_categories(problem, opts, seed)
     extra = _keep_candidates(problem, opts, seed) if problem.replacing else None
     t1 = time.perf_counter()
     with np.errstate(divide="ignore", invalid="ignore"):  # the python backend's numpy scalars, as IEEE (docs of _core._jit)
-        out_wj, out_total, out_stats, modes = _run(problem, cats, opts, extra)
+        starts = [] if problem.has_quota else None
+        out_wj, out_total, out_stats, modes = _run(problem, cats, opts, extra, starts=starts, deadline=deadline)
+    quota_steps = None
+    if problem.has_quota:
+        out_wj, out_total, quota_steps = _quota_finish(problem, out_wj, out_total, starts)
     t2 = time.perf_counter()
     if not np.isfinite(out_total).any():
         # every sampled category was infeasible for the allowed pairs: fall back to greedy
         from .baselines import greedy_placement
 
-        return greedy_placement(problem), dict(seed=seed, samples=int(cats.shape[0]), fallback="greedy")
+        return greedy_placement(problem), dict(seed=seed, samples=int(cats.shape[0]), fallback="greedy",
+                                               time_limit_hit=modes["time_limit_hit"])
     chosen = _choose(problem, out_wj, out_total, opts["fairness_tol"])
     info = dict(
         seed=seed,
         samples=int(cats.shape[0]),
         feasible_samples=int(np.isfinite(out_total).sum()),
         chosen_sample=chosen,
-        category=np.bincount(out_wj[chosen][out_wj[chosen] >= 0], minlength=S).tolist() if chosen >= cats.shape[0]
-        else cats[chosen].tolist(),
+        category=np.bincount(out_wj[chosen][out_wj[chosen] >= 0], minlength=S).tolist()
+        if chosen >= cats.shape[0] or problem.has_quota else cats[chosen].tolist(),
         keep_candidates=0 if extra is None else int(len(extra)),
         market_rounds=int(out_stats[:, 0].sum()),
         bids=int(out_stats[:, 1].sum()),
@@ -730,4 +753,6 @@ def smp_place(problem, seed=None, **options):
         sample_time=t1 - t0,
         market_time=t2 - t1,
     )
+    if quota_steps is not None:
+        info["quota_steps"] = int(quota_steps)
     return out_wj[chosen].copy(), info
