@@ -10,6 +10,8 @@ solve_exact(problem, method="auto", ...)
     Exact optimum (type DP, OR-Tools MILP, brute force) with status, bound, gap.
 lower_bound(problem, ...)
     A proven lower bound on the optimal mean JCT (configuration LP), to certify any placement.
+Session(cluster, policy="smp", ...)
+    The state a scheduler keeps between cycles: events, decisions with changes and reasons.
 hetplace.balance
     LB-BSP semi-dynamic load balancing (import it explicitly).
 
@@ -50,6 +52,10 @@ _LAZY = {
     "MarketResult": ("matching", "MarketResult"),
     "lower_bound": ("bound", "lower_bound"),
     "BoundResult": ("bound", "BoundResult"),
+    "Session": ("session", "Session"),
+    "Decision": ("session", "Decision"),
+    "Change": ("session", "Change"),
+    "Reason": ("session", "Reason"),
 }
 
 
@@ -60,7 +66,7 @@ def __getattr__(name):
 
         module, attr = _LAZY[name]
         return getattr(importlib.import_module(f".{module}", __name__), attr)
-    if name in ("balance", "bound", "data", "categories", "matching", "instances", "bench", "io"):
+    if name in ("balance", "bound", "data", "categories", "matching", "instances", "bench", "io", "session"):
         import importlib
 
         return importlib.import_module(f".{name}", __name__)
@@ -75,6 +81,10 @@ __all__ = [
     "ExactResult",
     "lower_bound",
     "BoundResult",
+    "Session",
+    "Decision",
+    "Change",
+    "Reason",
     "count_categories",
     "rank_category",
     "unrank_category",

@@ -15,6 +15,7 @@ __all__ = [
     "MissingDependencyError",
     "BackendUnavailableError",
     "HiddenInformationError",
+    "SessionError",
 ]
 
 
@@ -63,6 +64,13 @@ class HiddenInformationError(HetplaceError, AttributeError):
     The online simulator hands a policy whose class does not set ``oracle = True`` job
     views without ``total_steps`` / ``duration`` (docs/online.md §3.1); reading them raises
     this error.  An ``AttributeError``, so ``hasattr(job, "total_steps")`` is False there.
+    """
+
+
+class SessionError(HetplaceError, ValueError):
+    """A bad event or argument of a :class:`hetplace.Session`; the session is unchanged.
+
+    The message names the job (or node), the field, the value received and the fix.
     """
 
 

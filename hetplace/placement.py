@@ -381,10 +381,7 @@ class Placement:
             self.mean_jct = float(np.dot(v, self.jct) / v.sum())
         self._share_args = (busy, job, rate, X, sizes)  # shares on first use (a decision rarely reads them)
         self._shares = None
-        self.slowdown = self.jct / problem.jct_alone
-        s = self.slowdown
-        self.fairness = float(s.sum() ** 2 / (S * np.square(s).sum()))
-        self.worst_slowdown = float(s.max())
+        self._slowdown = None  # on first use: jct_alone costs a loop over the jobs (65 ms at S = 1,024)
         if problem.topology is None:
             self.nodes_spanned = self.racks_spanned = None
             self.link_bandwidth = np.where(self.sizes >= 2, problem.bandwidth, math.inf)
@@ -400,6 +397,24 @@ class Placement:
         if self._shares is None:  # two threads may both compute it: the same array, no lock needed
             self._shares = _shares_of(self.problem.batch, self.worker_job.shape[0], *self._share_args)
         return self._shares
+
+    @property
+    def slowdown(self):
+        """ndarray of float64 (S,): ``jct / problem.jct_alone`` (computed on first use)."""
+        if self._slowdown is None:  # two threads may both compute it: the same values
+            self._slowdown = self.jct / self.problem.jct_alone
+        return self._slowdown
+
+    @property
+    def fairness(self):
+        """float: Jain's index of the slowdowns (1 = perfectly even)."""
+        s = self.slowdown
+        return float(s.sum() ** 2 / (s.size * np.square(s).sum()))
+
+    @property
+    def worst_slowdown(self):
+        """float: the largest slowdown."""
+        return float(self.slowdown.max())
 
     @property
     def status(self):
