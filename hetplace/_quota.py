@@ -16,7 +16,7 @@ import numpy as np
 from ._validation import as_real_array
 from .errors import InvalidProblemError
 
-__all__ = ["quota_iv", "quota_flow", "quota_usage", "quota_violation", "quota_room", "MAX_TENANTS"]
+__all__ = ["quota_iv", "quota_flow", "quota_counts", "quota_usage", "quota_violation", "quota_room", "MAX_TENANTS"]
 
 #: Most tenants a problem may have (rows of ``quota``).
 MAX_TENANTS = 100_000
@@ -89,6 +89,22 @@ def quota_flow(allowed, capacity, demand, tenant, cap):
         in the residual graph (a set whose demand the capacities and quotas
         cannot meet together).
     """
+    return _max_flow(allowed, capacity, demand, tenant, cap)[0]
+
+
+def quota_counts(allowed, capacity, demand, tenant, cap, order=None):
+    """(S, G) int64: workers of each type meeting every job's ``demand`` within capacities and quotas, or None.
+
+    The flow of :func:`quota_flow`; ``order`` (S, G), when given, lists each
+    job's types in the order the greedy first fill tries them (e.g. fastest
+    first).  None when no such counts exist.
+    """
+    short, flow = _max_flow(allowed, capacity, demand, tenant, cap, order)
+    return flow if short is None else None
+
+
+def _max_flow(allowed, capacity, demand, tenant, cap, order=None):
+    """``(short, flow)`` of :func:`quota_flow` and :func:`quota_counts` (one max-flow)."""
     S, G = allowed.shape
     T = cap.shape[0]
     # nodes: 0 source, 1..S jobs, then T*G (tenant, type), then G types, then the sink
@@ -107,11 +123,14 @@ def quota_flow(allowed, capacity, demand, tenant, cap):
         to.append(a)
         capv.append(0)
 
+    job_edge = []
     for i in range(S):
         edge(0, J0 + i, demand[i])
         t = int(tenant[i])
-        for g in np.flatnonzero(allowed[i]).tolist():
-            edge(J0 + i, (Q0 + t * G + g) if t >= 0 else (Y0 + g), demand[i])
+        for g in (range(G) if order is None else order[i].tolist()):
+            if allowed[i, g]:
+                job_edge.append((i, g, len(to)))
+                edge(J0 + i, (Q0 + t * G + g) if t >= 0 else (Y0 + g), demand[i])
     for t in range(T):
         for g in range(G):
             if cap[t, g] > 0:
@@ -133,7 +152,7 @@ def quota_flow(allowed, capacity, demand, tenant, cap):
                     dq.append(b)
         if prev[sink] == -1:
             seen = np.array([prev[J0 + i] != -1 for i in range(S)], dtype=bool)
-            return np.flatnonzero(seen)
+            return np.flatnonzero(seen), None
         amount, b = need - got, sink
         while b != 0:
             e = prev[b]
@@ -146,7 +165,10 @@ def quota_flow(allowed, capacity, demand, tenant, cap):
             capv[e ^ 1] += amount
             b = to[e ^ 1]
         got += amount
-    return None
+    flow = np.zeros((S, G), dtype=np.int64)
+    for i, g, e in job_edge:
+        flow[i, g] = capv[e ^ 1]  # the flow on an edge is its reverse edge's residual capacity
+    return None, flow
 
 
 def _greedy_fill(adj, to, capv, source, sink):

@@ -7,11 +7,10 @@ within the quotas); without a binding quota SMP never imports this module, so it
 placements stay bit for bit those of the quota-blind search.
 """
 
-import math
-
 import numpy as np
 
 from ._cost import aggregate, comm_cost_at, job_time, price
+from ._quota import quota_counts
 from ._rows import best_distinct_rows
 
 __all__ = ["quota_sizes", "quota_finish", "QuotaSearch"]
@@ -489,70 +488,13 @@ class QuotaSearch:
 def _quota_counts(problem):
     """(S, G) int64: workers of each type giving every job its ``min_workers`` within capacities and quotas.
 
-    A max-flow from the jobs (supply ``min_workers``) through (tenant, type)
-    nodes (capacity ``quota_cap``; a job of no tenant goes straight to the
-    types) to the types (capacity: available workers), by augmenting paths
-    found breadth first, after a greedy fill that tries each job's fastest
-    types first.  Problem validation guarantees that it saturates.
+    The max-flow of :func:`hetplace._quota.quota_counts`, its greedy first fill trying each
+    job's fastest types first.  Problem validation guarantees that it exists.
     """
     p = problem
-    S, G, T = p.n_jobs, p.n_types, p.n_tenants
     allowed = (p.throughput > 0) & (p.available_counts > 0)[None, :]
-    src, J0, Q0 = 0, 1, 1 + S
-    Y0 = Q0 + T * G
-    sink = Y0 + G
-    adj = [[] for _ in range(sink + 1)]
-    head, cap = [], []
-
-    def edge(u, v, c):
-        adj[u].append(len(head))
-        head.append(v)
-        cap.append(int(c))
-        adj[v].append(len(head))
-        head.append(u)
-        cap.append(0)
-
-    job_edge = {}
-    for i in range(S):
-        edge(src, J0 + i, p.min_workers[i])
-        t = int(p.tenant[i])
-        for g in np.argsort(-p.throughput[i], kind="stable").tolist():
-            if allowed[i, g]:
-                job_edge[i, g] = len(head)
-                edge(J0 + i, (Q0 + t * G + g) if t >= 0 else (Y0 + g), p.min_workers[i])
-    for t in range(T):
-        for g in range(G):
-            if p.quota_cap[t, g] > 0:
-                edge(Q0 + t * G + g, Y0 + g, p.quota_cap[t, g])
-    for g in range(G):
-        edge(Y0 + g, sink, p.available_counts[g])
-    while True:
-        prev = [-1] * (sink + 1)
-        prev[src] = -2
-        queue, q = [src], 0
-        while q < len(queue) and prev[sink] == -1:
-            u = queue[q]
-            q += 1
-            for e in adj[u]:
-                v = head[e]
-                if cap[e] > 0 and prev[v] == -1:
-                    prev[v] = e
-                    queue.append(v)
-        if prev[sink] == -1:
-            break
-        amount, v = math.inf, sink
-        while v != src:
-            amount = min(amount, cap[prev[v]])
-            v = head[prev[v] ^ 1]
-        v = sink
-        while v != src:
-            cap[prev[v]] -= amount
-            cap[prev[v] ^ 1] += amount
-            v = head[prev[v] ^ 1]
-    out = np.zeros((S, G), dtype=np.int64)
-    for (i, g), e in job_edge.items():
-        out[i, g] = cap[e ^ 1]  # the flow is the reverse edge's residual capacity
-    return out
+    order = np.argsort(-p.throughput, axis=1, kind="stable")
+    return quota_counts(allowed, p.available_counts, p.min_workers, p.tenant, p.quota_cap, order)
 
 
 def _quota_start(problem):
