@@ -269,7 +269,7 @@ class Problem:
         else:
             self.class_speed = self.worker_speed
         self.work = _frozen(iters * iv.batch)
-        self.uniform_speed = bool(np.all(speed == 1.0)) and self.n_available == K
+        self.uniform_speed = bool((speed == 1.0).all()) and self.n_available == K
         if topo is None:
             self.topology = None
             self.comm_model = RingAllReduce(iters, grad, iv.bandwidth)
@@ -278,14 +278,16 @@ class Problem:
             self.comm_model = HierarchicalRing(iters, grad, self.topology)
         coef = self.comm_coef = self.comm_model.coef
         # 2 (n-1)/n >= 1 for n >= 2, so a positive coefficient is positive communication
-        self.has_communication = bool(K >= 2 and np.any(coef > 0))
+        self.has_communication = bool(K >= 2 and (coef > 0).any())
         if topo is not None:  # any finite link can carry a ring
-            self.has_communication = bool(K >= 2 and np.any(self.comm_model.floor_scale > 0)
-                                          and np.any(self.comm_model.volume > 0))
+            self.has_communication = bool(K >= 2 and (self.comm_model.floor_scale > 0).any()
+                                          and (self.comm_model.volume > 0).any())
         lo, hi = iv.min_workers, iv.max_workers
         self.min_workers = _frozen(lo)
         self.max_workers = _frozen(hi)
-        self.size_cost_spec = _frozen(np.stack([coef, -lo.astype(np.float64), hi.astype(np.float64)], axis=1))
+        spec = np.empty((S, 3))  # one allocation: the same array as np.stack of the three columns
+        spec[:, 0], spec[:, 1], spec[:, 2] = coef, -lo, hi
+        self.size_cost_spec = _frozen(spec)
         self._capped = _frozen(np.flatnonzero((hi < K) | (lo > 1)))
         self._tables = {}
         self._classes = None
@@ -367,11 +369,19 @@ class Problem:
 
     def _set_restart(self, cur, rt):
         """Set ``current``, ``running``, ``restart_time``, ``restart_cost``, ``can_keep`` and ``replacing``."""
-        held = np.bincount(cur[cur >= 0], minlength=self.n_jobs)
+        busy = cur >= 0
+        if not busy.any():  # nothing runs: the common first decision, without the bookkeeping below
+            self.current = _frozen(cur)
+            self.running = self.can_keep = _frozen(np.zeros(self.n_jobs, dtype=bool))
+            self.restart_time = _frozen(rt)
+            self.restart_cost = _frozen(np.zeros(self.n_jobs))
+            self.replacing = False
+            return
+        held = np.bincount(cur[busy], minlength=self.n_jobs)
         running = held > 0
         lost = np.zeros(self.n_jobs, dtype=bool)  # a running job with a current worker that is down
-        if not self.available.all():
-            np.logical_or.at(lost, cur[(cur >= 0) & ~self.available], True)
+        if self.n_available < self.n_workers:
+            np.logical_or.at(lost, cur[busy & ~self.available], True)
         keep = running & ~lost & (held >= self.min_workers) & (held <= self.max_workers)
         self.current = _frozen(cur)
         self.running = _frozen(running)
