@@ -714,9 +714,14 @@ class Session:
         no_tenant = np.full(len(keys), -1, dtype=np.int64)
         no_quota = np.zeros((0, G), dtype=np.int64)
 
-        def fits(demand, quotas):
+        def fits(demand, quotas, lift=-1):
+            """Whether the groups' ``demand`` fits, with the quotas (tenant ``lift``'s lifted) or without."""
             if quotas:
-                return quota_flow(g_allowed, up, demand, g_tenant, cap) is None
+                c = cap
+                if lift >= 0:
+                    c = cap.copy()
+                    c[lift] = up
+                return quota_flow(g_allowed, up, demand, g_tenant, c) is None
             return quota_flow(g_allowed, up, demand, no_tenant, no_quota) is None
 
         demand = np.bincount(group, weights=lo[cand], minlength=len(keys)).astype(np.int64)
@@ -739,7 +744,10 @@ class Session:
             if not fits(demand, False):
                 reasons[jobs[x].id] = None
             elif quota_bind and not fits(demand, True):
-                reasons[jobs[x].id] = ("quota", x)
+                # its own tenant's quota is the cause when lifting it alone lets the job in; else the GPUs
+                # other tenants' quotas leave it are too few: capacity
+                own = tix[x] >= 0 and fits(demand, True, lift=int(tix[x]))
+                reasons[jobs[x].id] = ("quota", x) if own else None
             else:
                 taken.append(x)
                 room -= int(lo[x])
