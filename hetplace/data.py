@@ -30,7 +30,7 @@ __all__ = [
 
 _DATA = Path(__file__).resolve().parent / "_data"
 #: Example input files of ``hetplace place`` shipped with the package (:func:`example_path`).
-EXAMPLES = ("cluster.toml", "jobs.csv", "cluster_nodes.toml")
+EXAMPLES = ("cluster.toml", "jobs.csv", "cluster_nodes.toml", "quotas.toml", "jobs_tenants.csv")
 
 
 def gavel_path() -> Path:
