@@ -675,7 +675,7 @@ class Session:
             if usable[x] < lo[x]:
                 reasons[j.id] = self._reason_infeasible(j, int(usable[x]))
             elif tix[x] >= 0 and int((allowed[x] * cap[tix[x]]).sum()) < lo[x]:
-                reasons[j.id] = self._reason_quota(j, int((allowed[x] * cap[tix[x]]).sum()), cap[tix[x]], None)
+                reasons[j.id] = self._reason_quota(j, int((allowed[x] * cap[tix[x]]).sum()), None)
             else:
                 cand.append(x)
         admitted = self._admit(jobs, cand, running, allowed, up, lo, tix, cap, iters, reasons)
@@ -822,17 +822,21 @@ class Session:
                       f"{usable}; it cannot run even on an empty cluster.",
                       {"min_workers": j.min_workers, "usable_gpus": usable, "types": self._types_of(j)})
 
-    def _reason_quota(self, j, usable, cap_row, used):
+    def _reason_quota(self, j, usable, used):
         tq = self.quotas.get(j.tenant, {})
         data = {"tenant": j.tenant, "min_workers": j.min_workers, "usable_gpus": usable,
                 "quota": {k: (v if math.isfinite(v) else "inf") for k, v in tq.items()}}
         if used is not None:
             data["used"] = used
-        return Reason("quota",
-                      f"Job {j.id!r} needs at least {j.min_workers} GPUs, but tenant {j.tenant!r}'s quotas leave it "
-                      f"only {usable} usable GPUs of {self._type_list(j)}"
-                      + (" this round (its other jobs hold the rest)." if used is not None else "."),
-                      data)
+        if used is None:
+            message = (f"Job {j.id!r} needs at least {j.min_workers} GPUs, but tenant {j.tenant!r}'s quotas leave it "
+                       f"only {usable} usable GPUs of {self._type_list(j)}.")
+        else:
+            held = ", ".join(f"{n} {g}" for g, n in used.items() if n) or "none"
+            message = (f"Job {j.id!r} needs at least {j.min_workers} GPUs of {self._type_list(j)}, but tenant "
+                       f"{j.tenant!r}'s quotas cannot hold it beside the tenant's admitted jobs this round "
+                       f"(they hold {held}).")
+        return Reason("quota", message, data)
 
     def _types_of(self, j):
         return [self._cluster.type_names[g] for g, r in enumerate(j.rate) if r > 0]
@@ -855,10 +859,10 @@ class Session:
         problem, admitted, reasons, up = self._plan(jobs, running, down, iters, version)
         placement, status = None, "ok"
         if problem is not None:
-            placement, status = self._solve(problem, running, jobs, admitted, t0)
+            placement, status = self._solve(problem, t0)
         return self._finish(jobs, admitted, reasons, problem, placement, status, running, down, bool(apply), t0)
 
-    def _solve(self, problem, running, jobs, admitted, t0):
+    def _solve(self, problem, t0):
         from .api import place
 
         opts = dict(self.options)
@@ -1011,7 +1015,7 @@ class Session:
         allowed = np.asarray(j.rate) > 0
         room = np.minimum(self._quota[t] - used, free).clip(min=0)
         usable = int(np.where(allowed, room, 0).sum())
-        return self._reason_quota(j, usable, None, {c.type_names[g]: int(used[g]) for g in np.flatnonzero(allowed)})
+        return self._reason_quota(j, usable, {c.type_names[g]: int(used[g]) for g in np.flatnonzero(allowed)})
 
     # -------------------------------------------------------------- state
     def to_json(self):
