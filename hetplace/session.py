@@ -818,7 +818,7 @@ class Session:
     def _reason_infeasible(self, j, usable):
         names = self._type_list(j)
         return Reason("infeasible",
-                      f"Job {j.id!r} needs at least {j.min_workers} GPUs of {names}, but the up nodes have only "
+                      f"Job {j.id!r} needs at least {_gpus(j.min_workers)} of {names}, but the up nodes have only "
                       f"{usable}; it cannot run even on an empty cluster.",
                       {"min_workers": j.min_workers, "usable_gpus": usable, "types": self._types_of(j)})
 
@@ -829,12 +829,12 @@ class Session:
         if used is not None:
             data["used"] = used
         if used is None:
-            message = (f"Job {j.id!r} needs at least {j.min_workers} GPUs, but tenant {j.tenant!r}'s quotas leave it "
-                       f"only {usable} usable GPUs of {self._type_list(j)}.")
+            message = (f"Job {j.id!r} needs at least {_gpus(j.min_workers)}, but the quotas of tenant {j.tenant!r} "
+                       f"leave it only {_gpus(usable)} of {self._type_list(j)}.")
         else:
             held = ", ".join(f"{n} {g}" for g, n in used.items() if n) or "none"
-            message = (f"Job {j.id!r} needs at least {j.min_workers} GPUs of {self._type_list(j)}, but tenant "
-                       f"{j.tenant!r}'s quotas cannot hold it beside the tenant's admitted jobs this round "
+            message = (f"Job {j.id!r} needs at least {_gpus(j.min_workers)} of {self._type_list(j)}, but the quotas "
+                       f"of tenant {j.tenant!r} cannot hold it beside the tenant's admitted jobs this round "
                        f"(they hold {held}).")
         return Reason("quota", message, data)
 
@@ -999,8 +999,8 @@ class Session:
         n_free = sum(by_type.values())
         est = self._estimate(j, j.iterations, allowed, up)
         return Reason("capacity",
-                      f"Job {j.id!r} could run, but this decision gives the GPUs to other jobs: {n_free} GPUs of "
-                      f"its types are free and it needs at least {j.min_workers}.",
+                      f"Job {j.id!r} could run, but this decision gives the GPUs to other jobs: {_gpus(n_free)} of "
+                      f"its types {'is' if n_free == 1 else 'are'} free and it needs at least {j.min_workers}.",
                       {"free_gpus": n_free, "free_by_type": by_type, "min_workers": j.min_workers,
                        "best_jct": est})
 
@@ -1105,6 +1105,11 @@ def _hall(mask, demand, capacity):
         need[idx] += need[idx ^ bit]
         have[idx] += have[idx ^ bit]
     return bool((need <= have + 0.5).all())
+
+
+def _gpus(n):
+    """``"1 GPU"``, ``"3 GPUs"``."""
+    return f"{n} GPU" if n == 1 else f"{n} GPUs"
 
 
 def _method_options(method):
