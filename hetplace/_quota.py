@@ -16,7 +16,8 @@ import numpy as np
 from ._validation import as_real_array
 from .errors import InvalidProblemError
 
-__all__ = ["quota_iv", "quota_flow", "quota_counts", "quota_usage", "quota_violation", "quota_room", "MAX_TENANTS"]
+__all__ = ["quota_iv", "quota_flow", "quota_counts", "hall_fits", "HALL_MAX_TYPES", "quota_usage", "quota_violation",
+           "quota_room", "MAX_TENANTS"]
 
 #: Most tenants a problem may have (rows of ``quota``).
 MAX_TENANTS = 100_000
@@ -205,6 +206,31 @@ def _greedy_fill(adj, to, capv, source, sink):
                 capv[e ^ 1] += amount
             got += amount
     return got
+
+
+#: Up to this many types :func:`hall_fits` is cheaper than a max-flow (2**G sums); hetplace.Session's
+#: admission checks it first.
+HALL_MAX_TYPES = 12
+
+
+def hall_fits(mask, demand, capacity):
+    """Whether jobs of usable-type bit masks ``mask`` and minima ``demand`` all fit ``capacity`` (G,).
+
+    Gale's condition for a transportation problem: for every set U of types, the minima of the
+    jobs that can use only types of U are at most the workers of U.  The sums over subsets are a
+    zeta transform, O(G 2**G) whatever the number of jobs.
+    """
+    G = capacity.size
+    need = np.bincount(mask, weights=demand, minlength=1 << G)
+    have = np.zeros(1 << G)
+    for g in range(G):
+        have[1 << g] = capacity[g]
+    for g in range(G):  # subset sums: every U collects its subsets (need) and its types (have)
+        bit = 1 << g
+        idx = np.flatnonzero(np.arange(1 << G) & bit)
+        need[idx] += need[idx ^ bit]
+        have[idx] += have[idx ^ bit]
+    return bool((need <= have + 0.5).all())
 
 
 def quota_iv(tenant, quota, rho, up_counts, min_workers, job_names, type_names, check=True):

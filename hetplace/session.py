@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._quota import quota_flow
+from ._quota import HALL_MAX_TYPES, hall_fits, quota_flow
 from ._validation import REAL_MAX, REAL_MIN, check_seed, is_real_scalar
 from .errors import InvalidOptionError, SessionError, SolverError
 
@@ -674,8 +674,8 @@ class Session:
         for x, j in enumerate(jobs):
             if usable[x] < lo[x]:
                 reasons[j.id] = self._reason_infeasible(j, int(usable[x]))
-            elif tix[x] >= 0 and int((allowed[x] * cap[tix[x]]).sum()) < lo[x]:
-                reasons[j.id] = self._reason_quota(j, int((allowed[x] * cap[tix[x]]).sum()), None)
+            elif tix[x] >= 0 and (room := int((allowed[x] * cap[tix[x]]).sum())) < lo[x]:
+                reasons[j.id] = self._reason_quota(j, room, None)
             else:
                 cand.append(x)
         admitted = self._admit(jobs, cand, running, allowed, up, lo, tix, cap, iters, reasons)
@@ -699,9 +699,9 @@ class Session:
         quota_bind = cap is not None and bool((tix[cand] >= 0).any())
         G = up.size
         total = int(up.sum())
-        if G <= _HALL_MAX_TYPES:
+        if G <= HALL_MAX_TYPES:
             mask = allowed[cand].astype(np.int64) @ (np.int64(1) << np.arange(G, dtype=np.int64))
-            if not quota_bind and _hall(mask, lo[cand], up):
+            if not quota_bind and hall_fits(mask, lo[cand], up):
                 return cand.tolist()
             keys, group = np.unique((tix[cand] + 1) * (np.int64(1) << G) + mask, return_inverse=True)
             g_allowed = ((keys[:, None] >> np.arange(G)) & 1).astype(bool)
@@ -1080,31 +1080,6 @@ class Session:
     def __repr__(self):
         return (f"Session(policy={self.policy!r}, workers={self._cluster.K}, nodes={self._cluster.n_nodes}, "
                 f"jobs={len(self._jobs)}, running={len(self._running)}, down={len(self._down)})")
-
-
-#: Up to this many types, admission checks first whether every job fits with Hall's condition over the
-#: subsets of types (2**G sums); above, with the max-flow alone.
-_HALL_MAX_TYPES = 12
-
-
-def _hall(mask, demand, capacity):
-    """Whether jobs of usable-type bit masks ``mask`` and minima ``demand`` all fit ``capacity`` (G,).
-
-    Gale's condition for a transportation problem: for every set U of types, the minima of the
-    jobs that can use only types of U are at most the workers of U.  The sums over subsets are a
-    zeta transform, O(G 2**G) whatever the number of jobs.
-    """
-    G = capacity.size
-    need = np.bincount(mask, weights=demand, minlength=1 << G)
-    have = np.zeros(1 << G)
-    for g in range(G):
-        have[1 << g] = capacity[g]
-    for g in range(G):  # subset sums: every U collects its subsets (need) and its types (have)
-        bit = 1 << g
-        idx = np.flatnonzero(np.arange(1 << G) & bit)
-        need[idx] += need[idx ^ bit]
-        have[idx] += have[idx ^ bit]
-    return bool((need <= have + 0.5).all())
 
 
 def _gpus(n):

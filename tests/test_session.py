@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import hetplace as hp
 from hetplace.session import ACTIONS, REASON_CODES, Session, SessionError
-from hetplace._quota import quota_flow
+from hetplace._quota import hall_fits, quota_counts, quota_flow
 
 TYPES = ("k80", "p100", "v100")
 
@@ -562,3 +562,22 @@ def test_smp_time_limit_returns_a_priced_placement():
     assert pl.info["time_limit_hit"] and hp.evaluate(p, pl.worker_job).mean_jct == pl.mean_jct
     with pytest.raises(hp.InvalidOptionError, match="time_limit"):
         hp.place(p, method="smp", time_limit=0)
+
+
+def test_hall_condition_and_counts_against_the_flow():
+    """Admission's fast check (Gale's condition over type subsets) and quota_counts against quota_flow."""
+    rng = np.random.default_rng(5)
+    none_t = np.zeros((0, 4), dtype=np.int64)
+    for _ in range(2000):
+        S, G = int(rng.integers(1, 8)), int(rng.integers(1, 5))
+        allowed = rng.random((S, G)) < 0.6
+        allowed[np.arange(S), rng.integers(0, G, S)] = True
+        cap, dem = rng.integers(0, 6, G), rng.integers(1, 5, S)
+        mask = allowed.astype(np.int64) @ (np.int64(1) << np.arange(G, dtype=np.int64))
+        free = quota_flow(allowed, cap, dem, np.full(S, -1), none_t[:, :G]) is None
+        assert hall_fits(mask, dem, cap) == free
+        counts = quota_counts(allowed, cap, dem, np.full(S, -1), none_t[:, :G])
+        assert (counts is None) == (not free)
+        if counts is not None:
+            assert (counts.sum(axis=1) == dem).all() and (counts.sum(axis=0) <= cap).all()
+            assert not (counts[~allowed]).any()
