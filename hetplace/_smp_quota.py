@@ -508,14 +508,9 @@ def _quota_counts(problem):
 
 def _quota_start(problem):
     """(K,) int64: a quota-feasible assignment with every job at its ``min_workers`` (fastest workers first)."""
-    counts = _quota_counts(problem)
-    wj = np.full(problem.n_workers, -1, dtype=np.int64)
-    sp = problem.class_speed
-    for g in range(problem.n_types):
-        ws = np.flatnonzero((problem.worker_type == g) & problem.available)
-        ws = ws[np.lexsort((ws, -sp[ws]))]
-        wj[ws[:counts[:, g].sum()]] = np.repeat(np.arange(problem.n_jobs), counts[:, g])
-    return wj
+    from .baselines import assign_counts
+
+    return assign_counts(problem, _quota_counts(problem))
 
 
 def _quota_budget(K, S):

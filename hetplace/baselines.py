@@ -177,11 +177,20 @@ def _seed_by_flow(problem):
     counts = problem.available_counts
     allowed = (problem.throughput > 0) & (counts > 0)[None, :]
     flow, _ = min_worker_flow(allowed, counts, problem.min_workers)
+    return assign_counts(problem, flow)
+
+
+def assign_counts(problem, counts):
+    """(K,) int64: ``counts[i, g]`` workers of type g for every job i, each type's fastest first.
+
+    Each type gives its available workers, fastest first and then lowest index, to its jobs in
+    index order; the other workers stay idle.  ``counts`` (S, G) must fit the available workers.
+    """
     worker_job = np.full(problem.n_workers, -1, dtype=np.int64)
     for g in range(problem.n_types):
         members = np.flatnonzero(problem.worker_type == g)
         members = members[np.argsort(-problem.class_speed[members], kind="stable")]  # down workers last
-        worker_job[members[: flow[:, g].sum()]] = np.repeat(np.arange(problem.n_jobs), flow[:, g])
+        worker_job[members[: counts[:, g].sum()]] = np.repeat(np.arange(problem.n_jobs), counts[:, g])
     return worker_job
 
 
