@@ -71,7 +71,16 @@ class SessionError(HetplaceError, ValueError):
     """A bad event or argument of a :class:`hetplace.Session`; the session is unchanged.
 
     The message names the job (or node), the field, the value received and the fix.
+
+    Attributes
+    ----------
+    field : str or None
+        The field at fault where one is known (``"batch"``, ``"events[2].iterations_left"``).
     """
+
+    def __init__(self, message, field=None):
+        super().__init__(message)
+        self.field = field
 
 
 class HetplaceWarning(UserWarning):

@@ -13,6 +13,7 @@ and solves it with :func:`hetplace.place`.  The whole state round-trips through 
 makes the identical next decision.
 """
 
+import functools
 import json
 import math
 import numbers
@@ -42,6 +43,16 @@ SESSION_POLICIES = ("smp", "greedy", "exact", "auto", "keep-greedy", "equal", "r
 STATE_VERSION = 1
 
 _EMPTY = ()
+#: Keys of the events of :meth:`Session.apply`: ``{type: (required keys, {optional key: default})}``.
+_EVENT_KEYS = {
+    "submit": (("job", "throughput", "batch", "iterations"),
+               {"grad_bytes": 0.0, "min_workers": 1, "max_workers": None, "types": None, "tenant": None,
+                "weight": 1.0, "restart_time": 0.0}),
+    "progress": (("job", "iterations_left"), {}),
+    "finish": (("job",), {}),
+    "node_down": (("node",), {}),
+    "node_up": (("node",), {}),
+}
 
 
 @dataclass(frozen=True)
@@ -467,38 +478,43 @@ class Session:
                          weight, restart_time)
         with self._lock:
             if j.id in self._jobs:
-                raise SessionError(f"job {job_id!r} is already submitted; give a new id, or finish it first.")
-            j.seq = self._seq
-            self._seq += 1
-            self._jobs[j.id] = j
-            self._version += 1
+                raise SessionError(f"job {job_id!r} is already submitted; give a new id, or finish it first.",
+                                   field="job")
+            self._add(j)
+
+    def _add(self, j):
+        """Add a validated job (lock held)."""
+        j.seq = self._seq
+        self._seq += 1
+        self._jobs[j.id] = j
+        self._version += 1
 
     def _job_iv(self, job_id, throughput, batch, iterations, grad_bytes, min_workers, max_workers, types, tenant,
                 weight, restart_time):
         c = self._cluster
         if isinstance(job_id, (bool, np.bool_)) or not isinstance(job_id, (str, numbers.Integral)):
-            raise SessionError(f"job_id must be a str or an int; got {job_id!r} ({type(job_id).__name__}).")
+            raise SessionError(f"job_id must be a str or an int; got {job_id!r} ({type(job_id).__name__}).", field="job")
         job_id = job_id if isinstance(job_id, str) else int(job_id)
         j = _Job()
         j.id = job_id
         if not isinstance(throughput, dict) or not throughput:
             raise SessionError(f"job {job_id!r}: throughput must be a non-empty dict {{type name: samples/s of one "
-                               f"worker}}; got {throughput!r}.")
+                               f"worker}}; got {throughput!r}.", field="throughput")
         rate = [0.0] * len(c.type_names)
         for name, r in throughput.items():
             g = c.index.get(name)
             if g is None:
                 raise SessionError(f"job {job_id!r}: throughput names type {name!r}, which the cluster does not "
-                                   f"have (types: {', '.join(c.type_names)}).")
+                                   f"have (types: {', '.join(c.type_names)}).", field="throughput")
             rate[g] = _number(job_id, f"throughput[{name!r}]", r, 0.0, allow_zero=True)
         if types is not None:
             if isinstance(types, str) or not hasattr(types, "__iter__"):
-                raise SessionError(f"job {job_id!r}: types must be a list of type names or None; got {types!r}.")
+                raise SessionError(f"job {job_id!r}: types must be a list of type names or None; got {types!r}.", field="types")
             allowed = set()
             for name in types:
                 if name not in c.index:
                     raise SessionError(f"job {job_id!r}: types names {name!r}, which the cluster does not have "
-                                       f"(types: {', '.join(c.type_names)}).")
+                                       f"(types: {', '.join(c.type_names)}).", field="types")
                 allowed.add(c.index[name])
             rate = [r if g in allowed else 0.0 for g, r in enumerate(rate)]
             j.types = tuple(sorted(allowed))
@@ -506,7 +522,7 @@ class Session:
             j.types = None
         if not any(r > 0 for r in rate):
             raise SessionError(f"job {job_id!r}: throughput must be positive on at least one allowed type; got "
-                               f"{throughput!r}" + ("" if types is None else f" with types={list(types)!r}") + ".")
+                               f"{throughput!r}" + ("" if types is None else f" with types={list(types)!r}") + ".", field="throughput")
         j.rate = tuple(rate)
         j.batch = _whole(job_id, "batch", batch, 1)
         j.iterations = _number(job_id, "iterations", iterations, 0.0)
@@ -515,17 +531,17 @@ class Session:
         j.max_workers = None if max_workers is None else _whole(job_id, "max_workers", max_workers, 1)
         if j.max_workers is not None and j.min_workers > j.max_workers:
             raise SessionError(f"job {job_id!r}: min_workers = {j.min_workers} > max_workers = {j.max_workers}; "
-                               "lower min_workers or raise max_workers.")
+                               "lower min_workers or raise max_workers.", field="min_workers")
         if j.min_workers > j.batch:
             raise SessionError(f"job {job_id!r}: min_workers = {j.min_workers} > batch = {j.batch}: a worker "
-                               "beyond the batch gets no sample. Lower min_workers or raise the batch.")
+                               "beyond the batch gets no sample. Lower min_workers or raise the batch.", field="min_workers")
         if tenant is not None:
             if isinstance(tenant, bool) or not isinstance(tenant, (str, int)):
-                raise SessionError(f"job {job_id!r}: tenant must be a str, an int or None; got {tenant!r}.")
+                raise SessionError(f"job {job_id!r}: tenant must be a str, an int or None; got {tenant!r}.", field="tenant")
             if self.quotas is not None and tenant not in self._tenants:
                 raise SessionError(f"job {job_id!r}: tenant {tenant!r} is not in the session's quotas (tenants: "
                                    f"{', '.join(map(repr, self._tenants))}). Use one of them, None, or add it to "
-                                   "quotas (an empty dict: no limit).")
+                                   "quotas (an empty dict: no limit).", field="tenant")
         j.tenant = tenant
         j.weight = _number(job_id, "weight", weight, 0.0)
         j.restart_time = _number(job_id, "restart_time", restart_time, 0.0, allow_zero=True)
@@ -573,14 +589,102 @@ class Session:
         if isinstance(node, (bool, np.bool_)) or not isinstance(node, numbers.Integral) or not 0 <= node < n:
             raise SessionError(f"node must be a node index in [0, {n - 1}] (the cluster's node order"
                                + ("" if self._cluster.topology is not None else "; without nodes, a worker index")
-                               + f"); got {node!r}.")
+                               + f"); got {node!r}.", field="node")
         return int(node)
+
+    def apply(self, events):
+        """Apply a batch of events, all or none (docs/session.md §2).
+
+        The batch form of the event methods, for a scheduler that sends what
+        happened since its last cycle in one call (the service's
+        ``POST /v1/sessions/{id}/events`` is this method).
+
+        Parameters
+        ----------
+        events : list of dict
+            In order, each one of::
+
+                {"type": "submit", "job": id, <keyword arguments of submit>}
+                {"type": "progress", "job": id, "iterations_left": n}
+                {"type": "finish", "job": id}
+                {"type": "node_down", "node": n}
+                {"type": "node_up", "node": n}
+
+        Returns
+        -------
+        list
+            One entry per event: the ids of the jobs a ``node_down`` stopped, else None.
+
+        Raises
+        ------
+        SessionError
+            For the first bad event, its message starting with ``events[i]`` and its
+            ``field`` the path of the bad field; then no event of the batch is applied.
+        """
+        if not isinstance(events, (list, tuple)):
+            raise SessionError(f"events must be a list of event dicts; got {type(events).__name__}.", field="events")
+        with self._lock:
+            ops, alive = [], {}
+            for n, ev in enumerate(events):
+                try:
+                    ops.append(self._event_iv(ev, alive))
+                except SessionError as exc:
+                    where = f"events[{n}]"
+                    raise SessionError(f"{where}: {exc}",
+                                       field=f"{where}.{exc.field}" if exc.field else where) from None
+            return [op() for op in ops]
+
+    def _event_iv(self, ev, alive):
+        """One event of :meth:`apply` validated against the state as the batch leaves it (``alive``:
+        ``{job id: submitted?}`` for the jobs the batch submitted or finished so far); returns the
+        call that applies it and cannot fail."""
+        if not isinstance(ev, dict):
+            raise SessionError(f"an event must be a dict with a 'type'; got {type(ev).__name__}.")
+        kind = ev.get("type")
+        keys = _EVENT_KEYS.get(kind) if isinstance(kind, str) else None
+        if keys is None:
+            raise SessionError(f"type must be one of {', '.join(map(repr, _EVENT_KEYS))}; got {kind!r}.",
+                               field="type")
+        required, optional = keys
+        for k in ev:
+            if k != "type" and k not in required and k not in optional:
+                raise SessionError(f"a {kind} event has no key {k!r}; its keys are "
+                                   f"{', '.join(map(repr, ('type',) + required + tuple(optional)))}.", field=str(k))
+        for k in required:
+            if k not in ev:
+                raise SessionError(f"a {kind} event needs {k!r}.", field=k)
+        if kind in ("node_down", "node_up"):
+            v = self._node_iv(ev["node"])
+            return functools.partial(self.node_down if kind == "node_down" else self.node_up, v)
+        job_id = ev["job"]
+        if isinstance(job_id, (bool, np.bool_)) or not isinstance(job_id, (str, numbers.Integral)):
+            raise SessionError(f"job must be a str or an int; got {job_id!r} ({type(job_id).__name__}).",
+                               field="job")
+        job_id = job_id if isinstance(job_id, str) else int(job_id)
+        there = alive[job_id] if job_id in alive else job_id in self._jobs
+        if kind == "submit":
+            if there:
+                raise SessionError(f"job {job_id!r} is already submitted; give a new id, or finish it first.",
+                                   field="job")
+            kw = {k: ev.get(k, d) for k, d in optional.items()}
+            j = self._job_iv(job_id, ev["throughput"], ev["batch"], ev["iterations"], **kw)
+            alive[job_id] = True
+            return functools.partial(self._add, j)
+        if not there:
+            raise SessionError(f"job {job_id!r} is not submitted (or already finished); submit it first.",
+                               field="job")
+        if kind == "progress":
+            left = _number(job_id, "iterations_left", ev["iterations_left"], 0.0)
+            return functools.partial(self.progress, job_id, left)
+        alive[job_id] = False
+        return functools.partial(self.finish, job_id)
 
     def _job(self, job_id):
         try:
             return self._jobs[job_id]
         except (KeyError, TypeError):
-            raise SessionError(f"job {job_id!r} is not submitted (or already finished); submit it first.") from None
+            raise SessionError(f"job {job_id!r} is not submitted (or already finished); submit it first.",
+                               field="job") from None
 
     # -------------------------------------------------------------- views
     @property
@@ -845,8 +949,19 @@ class Session:
         return ", ".join(self._types_of(j))
 
     # -------------------------------------------------------------- deciding
-    def decide(self, apply=True):
+    def decide(self, apply=True, *, time_cap=None):
         """Decide what runs where; with ``apply=True`` it becomes the running state.
+
+        Parameters
+        ----------
+        apply : bool
+            Make the decision the running state (default True).
+        time_cap : float, optional
+            Seconds after which the policy is given up (a service's limit on every
+            decision).  Unlike :attr:`budget_s` it changes nothing while the policy
+            finishes in time: the decision is then the one made without a cap.  Cut,
+            the decision is the fallback of docs/session.md §5, with status
+            ``"budget"``.  With both, the smaller limit applies.
 
         Returns
         -------
@@ -854,54 +969,61 @@ class Session:
         """
         t0 = time.perf_counter()
         if not isinstance(apply, (bool, np.bool_)):
-            raise SessionError(f"apply must be True or False; got {apply!r}.")
+            raise SessionError(f"apply must be True or False; got {apply!r}.", field="apply")
+        if time_cap is not None and (not is_real_scalar(time_cap) or not 0 < float(time_cap) < math.inf):
+            raise SessionError(f"time_cap must be None or a positive, finite number of seconds; got {time_cap!r}.",
+                               field="time_cap")
         jobs, running, down, iters, version = self._snapshot()
         problem, admitted, reasons, up = self._plan(jobs, running, down, iters, version)
         placement, status = None, "ok"
         if problem is not None:
-            placement, status = self._solve(problem, t0)
+            placement, status = self._solve(problem, t0, None if time_cap is None else float(time_cap))
         return self._finish(jobs, admitted, reasons, problem, placement, status, running, down, bool(apply), t0)
 
-    def _solve(self, problem, t0):
+    def _solve(self, problem, t0, time_cap):
         from .api import place
 
         opts = dict(self.options)
         method = self.policy
-        if self.budget_s is None:
-            if method in ("smp", "random"):
-                return place(problem, method=method, seed=self.seed, **opts), "ok"
+        if method in ("smp", "random"):
+            opts["seed"] = self.seed
+        budget = self.budget_s
+        if budget is not None and (time_cap is None or budget <= time_cap):
+            return self._solve_budget(problem, method, opts, t0 + budget)
+        if time_cap is None:
             return place(problem, method=method, **opts), "ok"
-        return self._solve_budget(problem, method, opts, t0)
+        if budget is not None:  # the cap is the smaller limit: a budget of its length
+            return self._solve_budget(problem, method, opts, t0 + time_cap)
+        pl = self._policy_until(problem, method, opts, t0 + time_cap)
+        if pl is None:
+            return self._fallback(problem), "budget"
+        return pl, "budget" if _was_cut(pl) else "ok"
 
-    def _solve_budget(self, problem, method, opts, t0):
-        """The best placement found within the budget (docs/session.md §5).
-
-        First a fallback that costs about a millisecond: what runs now when it
-        is a placement of ``problem`` (no new job, every running one can keep
-        its workers), else ``"keep-greedy"`` (keep the running jobs, place the
-        others greedily).  Then the policy, in a worker thread, with what is
-        left of the budget as its ``time_limit`` where it takes one (SMP and
-        ``"exact"`` stop by themselves); a policy not done at the deadline is
-        left to finish in the background and its result dropped.  The better of
-        the two is returned, with status ``"budget"`` when the policy was cut.
-        """
+    def _fallback(self, problem):
+        """What runs now when it is a placement of ``problem`` (no new job, every running one can keep its
+        workers), else ``"keep-greedy"``: about a millisecond (docs/session.md §5)."""
         from .api import place
         from .placement import evaluate
 
-        deadline = t0 + self.budget_s
-        best = None
         if problem.replacing and problem.can_keep.all():
             held = np.bincount(problem.current[problem.current >= 0], minlength=problem.n_jobs)
             if (held > 0).all():
-                best = evaluate(problem, problem.current)
-        if best is None:
-            best = place(problem, method="keep-greedy")
+                return evaluate(problem, problem.current)
+        return place(problem, method="keep-greedy")
+
+    def _policy_until(self, problem, method, kw, deadline):
+        """The policy's placement if it is done by ``deadline`` (None if not, or if it found none in time).
+
+        It runs in a worker thread, with what is left as its ``time_limit`` where it takes one
+        (SMP and ``"exact"`` stop by themselves); a policy not done at the deadline is left to
+        finish in the background and its result dropped.
+        """
+        from .api import place
+
         left = deadline - time.perf_counter()
         if left <= 0:
-            return best, "budget"
-        kw = dict(opts)
-        if method in ("smp", "random"):
-            kw["seed"] = self.seed
+            return None
+        kw = dict(kw)
         if "time_limit" in _method_options(method):
             kw["time_limit"] = min(float(kw.get("time_limit") or math.inf), left)
         box = {}
@@ -917,16 +1039,24 @@ class Session:
 
         threading.Thread(target=work, name="hetplace-session-decide", daemon=True).start()
         if not done.wait(max(deadline - time.perf_counter(), 0.0)):
-            return best, "budget"
+            return None
         if isinstance(box.get("error"), SolverError):  # e.g. the MILP found nothing in the time left
-            return best, "budget"
+            return None
         if "error" in box:
             raise box["error"]
-        pl = box["placement"]
-        cut = bool(pl.info.get("time_limit_hit", False)) or pl.info.get("status") == "time_limit"
+        return box["placement"]
+
+    def _solve_budget(self, problem, method, opts, deadline):
+        """The best placement found by ``deadline`` (docs/session.md §5): the better of the
+        :meth:`_fallback` and the policy (:meth:`_policy_until`), with status ``"budget"`` when the
+        policy was cut."""
+        best = self._fallback(problem)
+        pl = self._policy_until(problem, method, opts, deadline)
+        if pl is None:
+            return best, "budget"
         if pl.mean_jct < best.mean_jct:
             best = pl
-        return best, "budget" if cut else "ok"
+        return best, "budget" if _was_cut(pl) else "ok"
 
     def _finish(self, jobs, admitted, reasons, problem, placement, status, running, down, apply, t0):
         c = self._cluster
@@ -1087,6 +1217,11 @@ def _gpus(n):
     return f"{n} GPU" if n == 1 else f"{n} GPUs"
 
 
+def _was_cut(placement):
+    """Whether a policy's own time limit stopped it early."""
+    return bool(placement.info.get("time_limit_hit", False)) or placement.info.get("status") == "time_limit"
+
+
 def _method_options(method):
     from .api import METHODS
 
@@ -1102,16 +1237,16 @@ _RANGES = {"weight": (1e-6, 1e6), "iterations": (1e-18, 1e30), "iterations_left"
 
 def _number(job_id, name, value, lo, allow_zero=False):
     if type(value) is not float and type(value) is not int and not is_real_scalar(value):  # fast path: plain numbers
-        raise SessionError(f"job {job_id!r}: {name} must be a number; got {value!r}.")
+        raise SessionError(f"job {job_id!r}: {name} must be a number; got {value!r}.", field=name)
     v = float(value)
     if not math.isfinite(v) or v < lo or (v == lo and not allow_zero):
         rel = ">=" if allow_zero else ">"
-        raise SessionError(f"job {job_id!r}: {name} must be a finite number {rel} {lo:g}; got {value!r}.")
+        raise SessionError(f"job {job_id!r}: {name} must be a finite number {rel} {lo:g}; got {value!r}.", field=name)
     if v != 0.0:
         a, b = _RANGES.get(name, (REAL_MIN, REAL_MAX))
         if not a <= v <= b:
             raise SessionError(f"job {job_id!r}: {name} = {value!r} is outside the supported range [{a:g}, {b:g}] "
-                               "(or 0 where 0 is allowed); rescale the units (e.g. samples per hour, MB).")
+                               "(or 0 where 0 is allowed); rescale the units (e.g. samples per hour, MB).", field=name)
     return v
 
 
@@ -1121,5 +1256,5 @@ def _whole(job_id, name, value, lo):
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or not lo <= value <= 2**53:
         if is_real_scalar(value) and float(value).is_integer() and lo <= float(value) <= 2**53:
             return int(value)
-        raise SessionError(f"job {job_id!r}: {name} must be a whole number >= {lo}; got {value!r}.")
+        raise SessionError(f"job {job_id!r}: {name} must be a whole number >= {lo}; got {value!r}.", field=name)
     return int(value)

@@ -581,3 +581,102 @@ def test_hall_condition_and_counts_against_the_flow():
         if counts is not None:
             assert (counts.sum(axis=1) == dem).all() and (counts.sum(axis=0) <= cap).all()
             assert not (counts[~allowed]).any()
+
+
+# ------------------------------------------------------------------ batches of events (Session.apply)
+def _event_of(kind, x, args, ids):
+    """A dict event of ``apply`` from the scenarios' (kind, number) pairs; may be a bad one."""
+    if kind == "submit":
+        return {"type": "submit", "job": f"j{x % 12}", **args}
+    if kind == "progress":
+        return {"type": "progress", "job": f"j{x % 12}", "iterations_left": [5.0, 0.0, -1.0][x % 3]}
+    if kind == "finish":
+        return {"type": "finish", "job": f"j{x % 12}"}
+    return {"type": "node_down" if kind == "down" else "node_up", "node": x % 9}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=_HEALTH)
+@given(scenarios(), st.integers(1, 6))
+def test_apply_is_all_or_none_and_equals_the_event_methods(sc, size):
+    """A batch is applied whole, as the event methods one by one would apply it, or not at all."""
+    cluster, quotas, events, args = sc
+    batched, single = _session(cluster, quotas), _session(cluster, quotas)
+    evs = [(_event_of(k, x, a, None), k) for (k, x), a in zip(events, args) if k != "decide"]
+    for start in range(0, len(evs), size):
+        batch = [e for e, _ in evs[start:start + size]]
+        before = batched.to_json()
+        # the reference: the methods, one by one, on a copy; any error means the batch is refused
+        trial = Session.from_json(single.to_json())
+        ok = True
+        for e in batch:
+            kw = {k: v for k, v in e.items() if k not in ("type", "job", "node")}
+            try:
+                if e["type"] == "submit":
+                    trial.submit(e["job"], **kw)
+                elif e["type"] == "progress":
+                    trial.progress(e["job"], **kw)
+                elif e["type"] == "finish":
+                    trial.finish(e["job"])
+                else:
+                    getattr(trial, e["type"])(e["node"])
+            except SessionError:
+                ok = False
+                break
+        if ok:
+            batched.apply(batch)
+            single = trial
+            event("batch applied")
+        else:
+            with pytest.raises(SessionError, match=r"^events\[\d+\]") as info:
+                batched.apply(batch)
+            assert info.value.field.startswith("events[")
+            assert batched.to_json() == before  # nothing of it applied
+            event("batch refused")
+        assert json.loads(batched.to_json()) == json.loads(single.to_json())
+        if start % (2 * size) == 0:  # decisions between batches keep the two equal
+            a, b = batched.decide(), single.decide()
+            assert a.assignment == b.assignment
+
+
+def test_apply_events_see_the_batch_before_them():
+    s = Session({"v100": 4})
+    thr = {"v100": 10.0}
+    s.apply([{"type": "submit", "job": "a", "throughput": thr, "batch": 8, "iterations": 10},
+             {"type": "progress", "job": "a", "iterations_left": 3},
+             {"type": "finish", "job": "a"},
+             {"type": "submit", "job": "a", "throughput": thr, "batch": 8, "iterations": 7}])
+    assert s.jobs == ["a"] and json.loads(s.to_json())["jobs"][0]["iterations"] == 7
+    s.decide()
+    assert s.apply([{"type": "node_down", "node": s.running["a"][0]}, {"type": "node_up", "node": 0}]) == [["a"], None]
+    for bad, field in [([{"type": "finish", "job": "a"}, {"type": "finish", "job": "a"}], "events[1].job"),
+                       ([{"type": "submit", "job": "b", "throughput": thr, "batch": 8}], "events[0].iterations"),
+                       ([{"type": "progress", "job": "a", "iterations_left": 1, "extra": 1}], "events[0].extra"),
+                       ([{"job": "a"}], "events[0].type"), ([3], "events[0]"),
+                       ([{"type": "finish", "job": [1]}], "events[0].job"),
+                       ([{"type": "node_up", "node": True}], "events[0].node")]:
+        before = s.to_json()
+        with pytest.raises(SessionError) as info:
+            s.apply(bad)
+        assert info.value.field == field, (bad, info.value.field)
+        assert s.to_json() == before
+    with pytest.raises(SessionError, match="list of event dicts"):
+        s.apply({"type": "finish", "job": "a"})
+
+
+def test_time_cap_changes_nothing_in_time_and_falls_back_when_cut():
+    """A cap the policy beats gives the decision made without it; a cap it misses gives the fallback."""
+    s = Session({"k80": 64, "p100": 64, "v100": 128}, bandwidth=1.25e9)
+    rng = np.random.default_rng(3)
+    for i in range(24):
+        r = float(rng.uniform(10, 100))
+        s.submit(i, throughput={"k80": r, "p100": 2 * r, "v100": 4 * r}, batch=256, iterations=1e4, grad_bytes=1e8)
+    free = s.decide(apply=False)
+    capped = s.decide(apply=False, time_cap=60.0)
+    assert capped.status == "ok" and capped.assignment == free.assignment
+    cut = s.decide(apply=False, time_cap=1e-9)
+    assert cut.status == "budget" and hp.is_feasible(cut.problem, cut.placement.worker_job)
+    s.budget_s = 60.0  # with a budget too, the smaller limit applies
+    assert s.decide(apply=False, time_cap=1e-9).status == "budget"
+    for bad in (0, -1.0, math.inf, "1", True):
+        with pytest.raises(SessionError, match="time_cap"):
+            s.decide(time_cap=bad)
