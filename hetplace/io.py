@@ -113,6 +113,7 @@ __all__ = [
     "OutputFileError",
     "ClusterSpec",
     "read_cluster",
+    "cluster_from_dict",
     "read_jobs",
     "load_problem",
     "tenant_arrays",
@@ -323,7 +324,47 @@ def read_cluster(path):
             path, f"an integer has more than {_max_int_digits()} digits (more than Python reads).",
             "write counts as plain integers (at most 1,000,000 workers in all) and other numbers "
             "in their supported range (1e-30..1e30).", line=where[0], field=where[1]) from None
+    return _cluster_doc(path, doc)
 
+
+def cluster_from_dict(doc, *, source="cluster"):
+    """A cluster from the data of a cluster TOML document (e.g. its JSON form).
+
+    The same tables and keys as a cluster file (``cluster``, ``types`` or
+    ``nodes``, ``racks``, ``quotas``), checked the same way; a path to a Gavel
+    table (``gavel``) is refused, as the data may come from another machine.
+
+    Parameters
+    ----------
+    doc : dict
+        E.g. ``{"cluster": {"bandwidth": "25Gbit/s"}, "nodes": [{"type": "v100",
+        "gpus": 8, "bandwidth": "300GB/s", "rack": "a"}]}``.
+    source : str
+        How messages name the document (default ``"cluster"``).
+
+    Returns
+    -------
+    ClusterSpec
+
+    Raises
+    ------
+    InputFileError
+        Naming the field, the value and the fix (its ``field`` attribute the key path).
+    """
+    if not isinstance(doc, dict):
+        raise InputFileError(source, f"a cluster must be a table (a JSON object); got {_short(doc)}.",
+                             'give {"types": [{"name": "v100", "count": 8}]} or {"cluster": {"bandwidth": ...}, '
+                             '"nodes": [...]}.')
+    if "gavel" in doc or (isinstance(doc.get("cluster"), dict) and "gavel" in doc["cluster"]):
+        raise InputFileError(source, "gavel names a file, which a cluster given as data may not.",
+                             "give each job's throughputs instead.", field="gavel")
+    spec = _cluster_doc(source, doc)
+    spec.path = None
+    return spec
+
+
+def _cluster_doc(path, doc):
+    """The :class:`ClusterSpec` of a parsed cluster document (``path`` names it in messages)."""
     for key in doc:
         if key not in _TOP_KEYS:
             raise InputFileError(path, f"unknown top-level key {_short(key)}.",
