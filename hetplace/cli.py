@@ -114,7 +114,7 @@ def _build_parser():
         bound_option(p)
 
     run_options(parser)
-    sub = parser.add_subparsers(dest="command", metavar="{run,place,bench,simulate,sia-table}")
+    sub = parser.add_subparsers(dest="command", metavar="{run,place,bench,simulate,sia-table,serve}")
     run_options(sub.add_parser("run", help="place the embedded default instance (the default command)"))
 
     pl = sub.add_parser(
@@ -207,6 +207,25 @@ def _build_parser():
     st.add_argument("--workloads", nargs="+", type=_positive_int, metavar="N", help="workload numbers (default all)")
     st.add_argument("--out", default="sia-table-out", metavar="DIR", help="output folder (default: sia-table-out)")
     executor_options(st, "process", "process (default), serial or dask")
+
+    sv = sub.add_parser(
+        "serve", help="run the HTTP/JSON service (stateless placements, sessions; docs/service.md)",
+        description="Serve placements and sessions over HTTP/JSON (OpenAPI at /openapi.json). Every request but "
+        "/healthz and /openapi.json needs 'Authorization: Bearer <token>'. Needs: pip install \"hetplace[service]\".",
+    )
+    sv.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    sv.add_argument("--port", type=int, default=8787, help="TCP port (default 8787)")
+    sv.add_argument("--state-dir", metavar="DIR", help="journal directory: sessions survive a restart, kill -9 "
+                    "included (default: memory only)")
+    sv.add_argument("--token-file", metavar="FILE", help="file holding the bearer token (default: $HETPLACE_TOKEN; "
+                    "on 127.0.0.1 without either, a new token, written to DIR/token or printed)")
+    sv.add_argument("--sync", default="normal", choices=("normal", "full"),
+                    help="journal durability: through a process crash (normal, default) or a machine crash (full)")
+    sv.add_argument("--decide-cap", type=float, default=30.0, metavar="SECONDS",
+                    help="longest decision (default 30; 0: none)")
+    sv.add_argument("--max-body", type=_positive_int, default=16 * 2**20, metavar="BYTES",
+                    help="largest request body (default 16 MiB)")
+    sv.add_argument("--openapi", action="store_true", help="print the OpenAPI schema (JSON) and exit")
     return parser
 
 
@@ -581,6 +600,26 @@ def _quiet_broken_pipe(out):
     return 1
 
 
+def _serve(args, out):
+    from .errors import InvalidOptionError
+
+    if args.openapi:
+        from .service import create_app
+
+        json.dump(create_app("schema-only").openapi(), out, indent=1)
+        out.write("\n")
+        return 0
+    if args.decide_cap < 0 or args.decide_cap != args.decide_cap:
+        raise InvalidOptionError(f"--decide-cap must be >= 0 seconds (0: no cap); got {args.decide_cap}.")
+    if not 0 <= args.port <= 65535:
+        raise InvalidOptionError(f"--port must be in 0..65535; got {args.port}.")
+    from .service import serve
+
+    serve(args.host, args.port, state_dir=args.state_dir, token_file=args.token_file, sync=args.sync,
+          decide_cap_s=args.decide_cap or None, max_body=args.max_body)
+    return 0
+
+
 def main(argv=None, out=None):
     """Entry point of ``hetplace``.
 
@@ -614,6 +653,8 @@ def main(argv=None, out=None):
             code = _simulate(args, out, argv)
         elif args.command == "sia-table":
             code = _sia_table(args, out, argv)
+        elif args.command == "serve":
+            code = _serve(args, out)
         else:
             code = _run(args, out)
         out.flush()  # inside the guard: a closed pipe surfaces here, not at interpreter exit
