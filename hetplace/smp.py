@@ -387,7 +387,9 @@ def _run(problem, cats, opts, extra=None, cost=None, starts=None, deadline=math.
     threads = thread_count(backend, opts["threads"], N * K * S)
     # long decisions run in a worker thread that Ctrl-C stops between batches of samples and
     # between polish steps (hetplace._interrupt); short ones inline
-    stop = _interrupt.new_stop() if N * K * S >= STOPPABLE_MIN_WORK or math.isfinite(deadline) else None
+    work = N * K * S
+    stop = _interrupt.new_stop() if work >= STOPPABLE_MIN_WORK or (
+        math.isfinite(deadline) and work >= DEADLINE_MIN_WORK) else None
 
     def search(out_wj, out_total, out_stats):
         rows = None
@@ -490,6 +492,10 @@ def _sort_buckets(problem, wj, members, cls_start, total, rounds=3):
 #: the kernels poll a stop flag): K = 1,024, S = 64 with 64 samples, tens of milliseconds.  Smaller
 #: decisions (K = 64, S = 8 every round of a scheduler) run inline: a thread costs ~0.1 ms.
 STOPPABLE_MIN_WORK = 2**22
+#: With a ``time_limit``, from this many ``samples * K * S`` a search runs stoppable too; a smaller one
+#: (a millisecond or two: the keep candidates' sub-searches of a scheduler's round) runs inline, its
+#: thread costing more than it could overshoot the limit by.
+DEADLINE_MIN_WORK = 2**19
 
 
 #: Below this many ``samples * K * S``, a decision runs on one thread unless ``threads``
