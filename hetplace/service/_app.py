@@ -24,7 +24,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
 from ..errors import HetplaceError, SessionError
-from ..io import cluster_from_dict
+from ..io import InputFileError, cluster_from_dict
 from ..session import Session
 from . import _schemas as S
 from ._journal import SNAPSHOT_EVERY, Journal
@@ -232,7 +232,7 @@ class Service:
         return e
 
     def create(self, req):
-        spec = cluster_from_dict(req.cluster.model_dump(exclude_none=True))
+        spec = _cluster(req.cluster)
         s = Session(spec, req.policy, quotas=req.quotas, seed=req.seed, budget_s=req.budget_s, options=req.options)
         with self._lock:
             if len(self._sessions) >= self.max_sessions:
@@ -318,7 +318,7 @@ class Service:
         return {"session": sid, "seq": seq, "created": entry.created, **doc}
 
     def place(self, req):
-        spec = cluster_from_dict(req.cluster.model_dump(exclude_none=True))
+        spec = _cluster(req.cluster)
         s = Session(spec, req.method, quotas=req.quotas, seed=req.seed, budget_s=req.budget_s, options=req.options)
         events = [{"type": "submit", **j.model_dump()} for j in req.jobs]
         try:
@@ -342,6 +342,14 @@ class Service:
         out = d.to_dict()
         return {"placement": placement, "assignment": out["assignment"], "pending": out["pending"],
                 "status": d.status, "wall_time": d.wall_time}
+
+
+def _cluster(model):
+    """The ClusterSpec of a request's cluster; its errors name the field from the request's root."""
+    try:
+        return cluster_from_dict(model.model_dump(exclude_none=True))
+    except InputFileError as exc:
+        raise ServiceFailure(422, str(exc), "cluster" if exc.field is None else f"cluster.{exc.field}") from None
 
 
 # ------------------------------------------------------------------ errors
@@ -444,7 +452,9 @@ def create_app(token, state_dir=None, *, sync="normal", decide_cap_s=DECIDE_CAP_
     @app.exception_handler(StarletteHTTPException)
     def _http(request: Request, exc: StarletteHTTPException):
         service.metrics.errors.labels(str(exc.status_code)).inc()
-        message = {404: f"no route {request.url.path[:80]!r}; see /openapi.json.",
+        message = {400: "the body cannot be parsed as JSON (nested too deep, or a number too long); send a "
+                        "JSON object as docs/service.md §3 describes.",
+                   404: f"no route {request.url.path[:80]!r}; see /openapi.json.",
                    405: f"{request.method} is not allowed on {request.url.path[:80]!r}; see /openapi.json."}.get(
             exc.status_code, str(exc.detail))
         return _error(exc.status_code, message, None, getattr(exc, "headers", None))
