@@ -142,7 +142,7 @@ def _unauthorised(given):
 class _Entry:
     """A session held by the server, its lock and its count of accepted batches."""
 
-    __slots__ = ("session", "lock", "seq", "since_snapshot", "created")
+    __slots__ = ("session", "lock", "seq", "since_snapshot", "created", "deleted")
 
     def __init__(self, session, seq=0, created=None):
         self.session = session
@@ -150,6 +150,7 @@ class _Entry:
         self.seq = seq
         self.since_snapshot = 0
         self.created = time.time() if created is None else created
+        self.deleted = False
 
 
 class _Metrics:
@@ -252,19 +253,25 @@ class Service:
         return sid
 
     def delete(self, sid):
-        with self._lock:
-            entry = self._sessions.get(sid)
-            if entry is None:
-                raise ServiceFailure(404, f"no session {sid[:80]!r}.", "session")
-            with entry.lock:
-                if self.journal is not None:
-                    try:
-                        self.journal.delete(sid)
-                    except Exception as exc:
-                        raise ServiceFailure(503, f"the journal could not be written ({exc}); the session is "
-                                                  "kept.") from None
+        entry = self.entry(sid)
+        with entry.lock:  # after the session's running request; not holding up the other sessions
+            self._check(sid, entry)
+            if self.journal is not None:
+                try:
+                    self.journal.delete(sid)
+                except Exception as exc:
+                    raise ServiceFailure(503, f"the journal could not be written ({exc}); the session is "
+                                              "kept.") from None
+            entry.deleted = True
+            with self._lock:
                 del self._sessions[sid]
-            self.metrics.sessions.set(len(self._sessions))
+                self.metrics.sessions.set(len(self._sessions))
+
+    @staticmethod
+    def _check(sid, entry):
+        """404 for a request that waited on the lock of a session deleted meanwhile (lock held)."""
+        if entry.deleted:
+            raise ServiceFailure(404, f"no session {sid[:80]!r} (deleted while this request waited).", "session")
 
     def ids(self):
         with self._lock:
@@ -274,6 +281,7 @@ class Service:
         entry = self.entry(sid)
         events = [e.model_dump() for e in batch.events]
         with entry.lock:
+            self._check(sid, entry)
             if batch.expect_seq is not None and batch.expect_seq != entry.seq:
                 raise ServiceFailure(409, f"expect_seq = {batch.expect_seq} but the session has accepted "
                                           f"{entry.seq} batches; nothing was applied. GET the session to see "
@@ -297,6 +305,7 @@ class Service:
     def decide(self, sid, apply):
         entry = self.entry(sid)
         with entry.lock:
+            self._check(sid, entry)
             d = entry.session.decide(apply=apply, time_cap=self.decide_cap_s)
             if apply:
                 state = entry.session.to_json()
@@ -313,6 +322,7 @@ class Service:
     def state(self, sid):
         entry = self.entry(sid)
         with entry.lock:
+            self._check(sid, entry)
             doc = json.loads(entry.session.to_json())
             seq = entry.seq
         return {"session": sid, "seq": seq, "created": entry.created, **doc}
