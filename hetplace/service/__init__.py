@@ -22,6 +22,6 @@ except ImportError as exc:  # pragma: no cover - depends on the install
         'with: pip install "hetplace[service]"') from None
 
 from ._app import DECIDE_CAP_S, MAX_BODY, MAX_SESSIONS, create_app  # noqa: E402
-from ._serve import serve  # noqa: E402
+from ._serve import ServerThread, serve, serve_in_thread  # noqa: E402
 
-__all__ = ["create_app", "serve", "MAX_BODY", "MAX_SESSIONS", "DECIDE_CAP_S"]
+__all__ = ["create_app", "serve", "serve_in_thread", "ServerThread", "MAX_BODY", "MAX_SESSIONS", "DECIDE_CAP_S"]

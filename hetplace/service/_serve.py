@@ -93,3 +93,69 @@ def serve(host="127.0.0.1", port=8787, *, state_dir=None, token_file=None, sync=
     token = resolve_token(host, token_file, state_dir)
     app = create_app(token, state_dir, sync=sync, decide_cap_s=decide_cap_s, max_body=max_body)
     uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5)
+
+
+class ServerThread:
+    """A server running in a thread of this process (:func:`serve_in_thread`).
+
+    Attributes
+    ----------
+    url : str
+        ``http://127.0.0.1:<port>``.
+    token : str
+        Its bearer token.
+    app : fastapi.FastAPI
+    """
+
+    def __init__(self, app, token, host, port):
+        import threading
+
+        import uvicorn
+
+        self.app, self.token = app, token
+        self._server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
+                                                     timeout_graceful_shutdown=5))
+        self._thread = threading.Thread(target=self._server.run, name="hetplace-serve", daemon=True)
+        self._thread.start()
+        import time
+
+        deadline = time.monotonic() + 30
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"the server did not start on {host}:{port}")
+            time.sleep(0.01)
+        bound = self._server.servers[0].sockets[0].getsockname()
+        self.url = f"http://{host}:{bound[1]}"
+
+    def close(self):
+        """Stop the server and wait for its thread."""
+        self._server.should_exit = True
+        self._thread.join(30)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def serve_in_thread(token, state_dir=None, *, host="127.0.0.1", port=0, **options):
+    """Run the service in a background thread of this process (tests, notebooks, a scheduler in Python).
+
+    Parameters
+    ----------
+    token : str
+        The bearer token.
+    state_dir : path-like, optional
+        The journal's directory.
+    host, port
+        Where to listen (default 127.0.0.1, any free port).
+    **options
+        ``sync``, ``decide_cap_s``, ``max_body``, ``max_sessions`` of :func:`create_app`.
+
+    Returns
+    -------
+    ServerThread
+        With ``url`` and ``close()`` (also a context manager).
+    """
+    return ServerThread(create_app(token, state_dir, **options), token, host, port)
