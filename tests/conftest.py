@@ -22,6 +22,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+# Ray binds a local cluster to 127.0.0.1 only with this set before Ray is imported (tests/test_ray.py,
+# benchmarks/bench_ray.py): no test or benchmark listens on another address
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+
 import pytest
 
 from hostile import FAST_EXAMPLES, FUZZ_EXAMPLES

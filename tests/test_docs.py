@@ -179,14 +179,22 @@ def _public_modules():
     for info in pkgutil.walk_packages(hetplace.__path__, "hetplace."):
         parts = info.name.split(".")
         # kernels are private and example-free; __main__ would run the command line
-        if parts[1] in ("_core", "__main__") or (parts[1] == "torch" and not _has_torch()):
+        if parts[1] in ("_core", "__main__") or (parts[1] in _OPTIONAL and not _has(_OPTIONAL[parts[1]])):
             continue
         names.append(info.name)
     return names
 
 
+#: Subpackages of optional extras, and the package each needs.
+_OPTIONAL = {"torch": "torch", "ray": "ray", "service": "fastapi"}
+
+
+def _has(package):
+    return importlib.util.find_spec(package) is not None
+
+
 def _has_torch():
-    return importlib.util.find_spec("torch") is not None
+    return _has("torch")
 
 
 def _doctests():
