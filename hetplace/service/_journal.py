@@ -65,10 +65,11 @@ class Journal:
             try:
                 for sql, args in statements:
                     db.execute(sql, args)
+                db.execute("COMMIT")  # inside the try: a failed COMMIT must not leave the transaction open
             except BaseException:
-                db.execute("ROLLBACK")
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
                 raise
-            db.execute("COMMIT")
 
     def create(self, sid, state, created):
         self._write(("INSERT INTO sessions (id, created, seq, state) VALUES (?, ?, 0, ?)", (sid, created, state)))
