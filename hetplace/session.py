@@ -167,6 +167,17 @@ def _key(job_id):
     return job_id if isinstance(job_id, str) else str(job_id)
 
 
+def _twin(job_id):
+    """The other id with ``job_id``'s JSON key: ``"7"`` for 7, 7 for ``"7"`` (None if there is none)."""
+    if isinstance(job_id, str):
+        try:
+            n = int(job_id)
+        except ValueError:
+            return None
+        return n if str(n) == job_id else None
+    return str(job_id)
+
+
 class _Job:
     """One submitted job (validated)."""
 
@@ -480,7 +491,15 @@ class Session:
             if j.id in self._jobs:
                 raise SessionError(f"job {job_id!r} is already submitted; give a new id, or finish it first.",
                                    field="job")
+            self._check_twin(j.id, None)
             self._add(j)
+
+    def _check_twin(self, job_id, alive):
+        """Refuse an id whose JSON key another job has (7 and "7"): decisions key jobs by that text."""
+        twin = _twin(job_id)
+        if twin is not None and (alive[twin] if alive is not None and twin in alive else twin in self._jobs):
+            raise SessionError(f"job {job_id!r}: job {twin!r} is submitted, and the two would have the same key "
+                               f"{_key(job_id)!r} in a decision's JSON; give another id.", field="job")
 
     def _add(self, j):
         """Add a validated job (lock held)."""
@@ -666,6 +685,7 @@ class Session:
             if there:
                 raise SessionError(f"job {job_id!r} is already submitted; give a new id, or finish it first.",
                                    field="job")
+            self._check_twin(job_id, alive)
             kw = {k: ev.get(k, d) for k, d in optional.items()}
             j = self._job_iv(job_id, ev["throughput"], ev["batch"], ev["iterations"], **kw)
             alive[job_id] = True
@@ -985,8 +1005,7 @@ class Session:
 
         opts = dict(self.options)
         method = self.policy
-        if method in ("smp", "random"):
-            opts["seed"] = self.seed
+        opts["seed"] = self.seed  # every policy: "auto" may run SMP, and the methods without randomness ignore it
         budget = self.budget_s
         if budget is not None and (time_cap is None or budget <= time_cap):
             return self._solve_budget(problem, method, opts, t0 + budget)

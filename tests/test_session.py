@@ -436,13 +436,15 @@ def test_cluster_forms(tmp_path):
 def test_json_is_plain_and_keeps_id_types():
     s = Session({"v100": 4}, quotas={"a": {"v100": math.inf}})
     s.submit(1, throughput={"v100": 10}, batch=64, iterations=10, tenant="a")
-    s.submit("1", throughput={"v100": 10}, batch=64, iterations=10)
+    with pytest.raises(SessionError, match="same key '1'"):  # a decision's JSON could not tell the two apart
+        s.submit("1", throughput={"v100": 10}, batch=64, iterations=10)
+    s.submit("01", throughput={"v100": 10}, batch=64, iterations=10)
     s.decide()
     text = s.to_json()
     json.loads(text)  # standard JSON: no NaN or Infinity
     assert "Infinity" not in text
     r = Session.from_json(text)
-    assert r.jobs == [1, "1"] and r.running == s.running and r.quotas == s.quotas
+    assert r.jobs == [1, "01"] and r.running == s.running and r.quotas == s.quotas
 
 
 # ------------------------------------------------------------------ policies and budget
