@@ -225,6 +225,8 @@ def _build_parser():
                     help="longest decision (default 30; 0: none)")
     sv.add_argument("--max-body", type=_positive_int, default=16 * 2**20, metavar="BYTES",
                     help="largest request body (default 16 MiB)")
+    sv.add_argument("--max-sessions", type=_positive_int, default=10_000, metavar="N",
+                    help="most sessions held at once (default 10,000; one more gets 429)")
     sv.add_argument("--openapi", action="store_true", help="print the OpenAPI schema (JSON) and exit")
     return parser
 
@@ -616,7 +618,7 @@ def _serve(args, out):
     from .service import serve
 
     serve(args.host, args.port, state_dir=args.state_dir, token_file=args.token_file, sync=args.sync,
-          decide_cap_s=args.decide_cap or None, max_body=args.max_body)
+          decide_cap_s=args.decide_cap or None, max_body=args.max_body, max_sessions=args.max_sessions)
     return 0
 
 

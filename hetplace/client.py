@@ -22,12 +22,16 @@ import json
 import math
 import os
 import threading
+import time
 import urllib.parse
 from pathlib import Path
 
 from .errors import HetplaceError
 
 __all__ = ["Client", "RemoteSession", "ServiceError"]
+
+#: Seconds after which an unused connection is replaced before a request (uvicorn closes idle ones at 5 s).
+IDLE_S = 2.0
 
 
 class ServiceError(HetplaceError, RuntimeError):
@@ -102,14 +106,32 @@ class Client:
         self._local = threading.local()
 
     def _connection(self):
+        """This thread's connection; a new one after ``IDLE_S`` unused (before the server may close it)."""
         conn = getattr(self._local, "conn", None)
+        now = time.monotonic()
+        if conn is not None and now - self._local.used > IDLE_S:
+            conn.close()
+            conn = None
         if conn is None:
             cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
             conn = self._local.conn = cls(self._host, self._port, timeout=self.timeout)
+        self._local.used = now
         return conn
 
+    def _drop(self):
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+        self._local.conn = None
+
     def request(self, method, path, body=None):
-        """Send one request; the reply's JSON (None for 204), or :class:`ServiceError`."""
+        """Send one request; the reply's JSON (None for 204), or :class:`ServiceError`.
+
+        A request that could not be sent whole is sent once more on a new connection (the server
+        cannot have acted on it); a GET whose reply is lost is asked again.  A POST or DELETE whose
+        reply is lost is not: it may have been applied, and :class:`ServiceError` says so (send
+        event batches with ``expect_seq`` to retry them safely, docs/service.md §3.3).
+        """
         headers = {"Accept": "application/json"}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
@@ -117,21 +139,26 @@ class Client:
         if body is not None:
             data = json.dumps(_json_ready(body), allow_nan=False).encode()
             headers["Content-Type"] = "application/json"
-        for attempt in (0, 1):  # a kept-alive connection the server closed: reconnect once
+        where = f"{method} {self.url}{path}"
+        for attempt in (0, 1):
             conn = self._connection()
             try:
                 conn.request(method, self._prefix + path, body=data, headers=headers)
+            except (OSError, http.client.HTTPException) as exc:
+                self._drop()
+                if attempt:
+                    raise ServiceError(None, f"{where}: cannot be sent ({type(exc).__name__}: {exc}).") from None
+                continue
+            try:
                 reply = conn.getresponse()
                 raw = reply.read()
                 break
-            except (ConnectionError, http.client.HTTPException, OSError) as exc:
-                conn.close()
-                self._local.conn = None
-                # retry only what cannot have been applied twice: a request on a fresh connection that never got
-                # through is safe to repeat; a request whose reply was lost may have been applied (expect_seq)
-                if attempt or not isinstance(exc, (http.client.RemoteDisconnected, BrokenPipeError,
-                                                   ConnectionResetError)):
-                    raise ServiceError(None, f"{method} {self.url}{path}: no reply ({type(exc).__name__}: {exc}).")
+            except (OSError, http.client.HTTPException) as exc:
+                self._drop()
+                if attempt or method != "GET":
+                    maybe = "" if method == "GET" else " It may or may not have been applied."
+                    raise ServiceError(None, f"{where}: no reply ({type(exc).__name__}: {exc}).{maybe}") from None
+        self._local.used = time.monotonic()
         if reply.status == 204:
             return None
         ctype = reply.getheader("Content-Type", "")
@@ -142,10 +169,8 @@ class Client:
         return doc
 
     def close(self):
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()
-            self._local.conn = None
+        """Close this thread's connection."""
+        self._drop()
 
     def __enter__(self):
         return self

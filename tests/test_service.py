@@ -172,7 +172,7 @@ def test_every_error_names_field_and_fix(tmp_path):
     # 422: the schema (a string for a number; an unknown key; an unknown event) and the meaning
     for events, field in [([_submit("z", batch="8")], "events[0].batch"),
                           ([{**_submit("z"), "colour": 1}], "events[0].colour"),
-                          ([{"type": "explode", "job": "z"}], "events[0]"),
+                          ([{"type": "explode", "job": "z"}], "events[0].type"),
                           ([_submit("z", batch=0)], "events[0].batch"),
                           ([_submit("z"), _submit("z")], "events[1].job"),
                           ([_submit("z", throughput={"a100": 1.0})], "events[0].throughput"),

@@ -177,6 +177,7 @@ class Service:
         self.max_sessions = max_sessions
         self.metrics = _Metrics()
         self._sessions = {}
+        self._reserved = 0  # sessions being created (their journal entry written)
         self._lock = threading.Lock()
         if self.journal is not None:
             self._restore()
@@ -235,12 +236,13 @@ class Service:
     def create(self, req):
         spec = _cluster(req.cluster)
         s = Session(spec, req.policy, quotas=req.quotas, seed=req.seed, budget_s=req.budget_s, options=req.options)
-        with self._lock:
-            if len(self._sessions) >= self.max_sessions:
+        sid, entry = secrets.token_urlsafe(12), _Entry(s)
+        with self._lock:  # a place is reserved; the journal is written without holding up other requests
+            if len(self._sessions) + self._reserved >= self.max_sessions:
                 raise ServiceFailure(429, f"the server holds {self.max_sessions:,} sessions, its limit; delete "
                                           "sessions you no longer need (DELETE /v1/sessions/{id}).")
-            sid = secrets.token_urlsafe(12)
-            entry = _Entry(s)
+            self._reserved += 1
+        try:
             if self.journal is not None:
                 try:
                     self.journal.create(sid, s.to_json(), entry.created)
@@ -248,8 +250,12 @@ class Service:
                     log.exception("journal write failed creating a session")
                     raise ServiceFailure(503, f"the journal could not be written ({type(exc).__name__}: {exc}); "
                                               "no session was created.") from None
-            self._sessions[sid] = entry
-            self.metrics.sessions.set(len(self._sessions))
+            with self._lock:
+                self._sessions[sid] = entry
+                self.metrics.sessions.set(len(self._sessions))
+        finally:
+            with self._lock:
+                self._reserved -= 1
         return sid
 
     def delete(self, sid):
@@ -286,6 +292,8 @@ class Service:
                 raise ServiceFailure(409, f"expect_seq = {batch.expect_seq} but the session has accepted "
                                           f"{entry.seq} batches; nothing was applied. GET the session to see "
                                           "its state, then send what it lacks.", "expect_seq")
+            if not events:  # nothing to apply, journal or count
+                return {"seq": entry.seq, "applied": 0, "stopped": {}}
             out = entry.session.apply(events)
             seq = entry.seq + 1
             self._journal(sid, entry, lambda: self.journal.append(sid, seq, json.dumps(events)))
@@ -393,6 +401,8 @@ def _validation_reply(exc):
     if first.get("type") == "json_invalid":
         return _error(400, f"the body is not valid JSON ({first.get('msg')}); send a JSON object.", None)
     field = _field(first.get("loc", ()))
+    if first.get("type") in ("union_tag_invalid", "union_tag_not_found") and field:
+        field += ".type"  # the discriminator of an event
     msg = first.get("msg", "invalid")
     got = f"; got {_short(first['input'])}" if "input" in first and first.get("type") != "missing" else ""
     more = f" ({len(errors) - 1} more problem{'s' if len(errors) > 2 else ''} in the request)" if len(errors) > 1 else ""

@@ -16,7 +16,10 @@ from ..session import SESSION_POLICIES
 MAX_NAME = 256
 
 Name = Annotated[StrictStr, Field(min_length=1, max_length=MAX_NAME)]
-JobId = Union[StrictInt, Annotated[StrictStr, Field(max_length=MAX_NAME)]]
+#: Largest integer job id in JSON: beyond it a double (JavaScript's number, JSON in many languages) loses digits.
+MAX_INT_ID = 2**53 - 1
+
+JobId = Union[Annotated[StrictInt, Field(ge=-MAX_INT_ID, le=MAX_INT_ID)], Annotated[StrictStr, Field(max_length=MAX_NAME)]]
 Number = float  # the models are strict: a JSON number, integer or not; never a string
 Bandwidth = Union[Number, Annotated[StrictStr, Field(max_length=64)]]
 Quota = Union[StrictInt, Literal["inf"]]

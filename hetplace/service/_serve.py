@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from ..errors import InvalidOptionError
-from ._app import DECIDE_CAP_S, MAX_BODY, create_app
+from ._app import DECIDE_CAP_S, MAX_BODY, MAX_SESSIONS, create_app
 
 #: Environment variable holding the token when no token file is given.
 TOKEN_ENV = "HETPLACE_TOKEN"
@@ -70,7 +70,7 @@ def resolve_token(host, token_file=None, state_dir=None, *, environ=None, announ
 
 
 def serve(host="127.0.0.1", port=8787, *, state_dir=None, token_file=None, sync="normal",
-          decide_cap_s=DECIDE_CAP_S, max_body=MAX_BODY, log_level="warning"):
+          decide_cap_s=DECIDE_CAP_S, max_body=MAX_BODY, max_sessions=MAX_SESSIONS, log_level="warning"):
     """Run the service until interrupted (one process; sessions live in it and in its journal).
 
     Parameters
@@ -83,7 +83,7 @@ def serve(host="127.0.0.1", port=8787, *, state_dir=None, token_file=None, sync=
         The journal's directory: sessions survive a restart (even ``kill -9``) there.
     token_file : path-like, optional
         File holding the bearer token (else ``$HETPLACE_TOKEN``, else a new one on loopback).
-    sync, decide_cap_s, max_body
+    sync, decide_cap_s, max_body, max_sessions
         As :func:`hetplace.service.create_app`.
     log_level : str
         uvicorn's log level.
@@ -91,7 +91,8 @@ def serve(host="127.0.0.1", port=8787, *, state_dir=None, token_file=None, sync=
     import uvicorn
 
     token = resolve_token(host, token_file, state_dir)
-    app = create_app(token, state_dir, sync=sync, decide_cap_s=decide_cap_s, max_body=max_body)
+    app = create_app(token, state_dir, sync=sync, decide_cap_s=decide_cap_s, max_body=max_body,
+                     max_sessions=max_sessions)
     uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5)
 
 
