@@ -620,7 +620,7 @@ def _place(problem, seed, opts, flat):
     S, K = problem.n_jobs, problem.n_workers
     t0 = time.perf_counter()
     cats = flat._sampled_categories(problem, opts, seed)
-    extra = flat._keep_candidates(problem, opts, seed) if problem.replacing else None
+    extra = flat._keep_candidates(problem, opts, seed)[0] if problem.replacing else None
     t1 = time.perf_counter()
     # 1. the flat machinery on two size-priced proxies (the second only when its dense table is small)
     dense = S * (K + 1) <= flat.DENSE_COST_CELLS

@@ -1013,7 +1013,16 @@ class Session:
             return place(problem, method=method, **opts), "ok"
         if budget is not None:  # the cap is the smaller limit: a budget of its length
             return self._solve_budget(problem, method, opts, t0 + time_cap)
-        pl = self._policy_until(problem, method, opts, t0 + time_cap)
+        left = t0 + time_cap - time.perf_counter()
+        if left <= 0:
+            pl = None
+        elif method == "smp" and problem.topology is None:
+            # flat SMP stops at its own time_limit (the whole call, its keep candidates included) and runs
+            # inline here: a thread would cost as much as the service's other work on a decision
+            pl = place(problem, method=method, **dict(opts, time_limit=min(float(opts.get("time_limit") or math.inf),
+                                                                           left)))
+        else:
+            pl = self._policy_until(problem, method, opts, t0 + time_cap)
         if pl is None:
             return self._fallback(problem), "budget"
         return pl, "budget" if _was_cut(pl) else "ok"

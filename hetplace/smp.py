@@ -495,7 +495,7 @@ STOPPABLE_MIN_WORK = 2**22
 #: With a ``time_limit``, from this many ``samples * K * S`` a search runs stoppable too; a smaller one
 #: (a millisecond or two: the keep candidates' sub-searches of a scheduler's round) runs inline, its
 #: thread costing more than it could overshoot the limit by.
-DEADLINE_MIN_WORK = 2**19
+DEADLINE_MIN_WORK = 2**20
 
 
 #: Below this many ``samples * K * S``, a decision runs on one thread unless ``threads``
@@ -661,16 +661,25 @@ def _keep_candidate(problem, restart, opts, seed):
     return wj
 
 
-def _keep_candidates(problem, opts, seed):
-    """(E, K) int64: the keep candidates of a re-placement (docs/model.md §3.11)."""
+def _keep_candidates(problem, opts, seed, deadline=math.inf):
+    """(E, K) int64: the keep candidates of a re-placement (docs/model.md §3.11), and whether the
+    deadline cut them short (their sub-searches share it: ``time_limit`` bounds the whole call)."""
     from .baselines import keep_greedy_placement
 
     rows = [keep_greedy_placement(problem)]  # so SMP never does worse than that baseline
+    cut = False
     for t, restart in enumerate(_keep_sets(problem, opts["restart_candidates"])):
-        wj = _keep_candidate(problem, restart, opts, (seed * 0x9E3779B97F4A7C15 + t + 1) % (1 << 64))
+        sub = opts
+        if math.isfinite(deadline):
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                cut = True
+                break
+            sub = dict(opts, time_limit=left)
+        wj = _keep_candidate(problem, restart, sub, (seed * 0x9E3779B97F4A7C15 + t + 1) % (1 << 64))
         if wj is not None:
             rows.append(wj)
-    return np.array(rows, dtype=np.int64).reshape(len(rows), problem.n_workers)
+    return np.array(rows, dtype=np.int64).reshape(len(rows), problem.n_workers), cut
 
 
 def _sampled_categories(problem, opts, seed):
@@ -724,11 +733,12 @@ def smp_place(problem, seed=None, **options):
     t0 = time.perf_counter()
     deadline = math.inf if opts["time_limit"] is None else t0 + opts["time_limit"]
     cats = _sampled_categories(problem, opts, seed)
-    extra = _keep_candidates(problem, opts, seed) if problem.replacing else None
+    extra, keep_cut = _keep_candidates(problem, opts, seed, deadline) if problem.replacing else (None, False)
     t1 = time.perf_counter()
     with np.errstate(divide="ignore", invalid="ignore"):  # the python backend's numpy scalars, as IEEE (docs of _core._jit)
         starts = [] if problem.has_quota else None
         out_wj, out_total, out_stats, modes = _run(problem, cats, opts, extra, starts=starts, deadline=deadline)
+    modes["time_limit_hit"] = modes["time_limit_hit"] or keep_cut
     quota_steps = None
     if problem.has_quota:
         out_wj, out_total, quota_steps = _quota_finish(problem, out_wj, out_total, starts)
