@@ -32,6 +32,9 @@ import pytest  # noqa: E402
 
 ray = pytest.importorskip("ray")
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))  # run as a script too
+from instances import ray_trace  # noqa: E402
+
 LOOPBACK = "127.0.0.1"
 
 
@@ -43,26 +46,6 @@ def _quantile(xs, q):
     lo = int(pos)
     hi = min(lo + 1, len(xs) - 1)
     return xs[lo] + (pos - lo) * (xs[hi] - xs[lo])
-
-
-def trace(seed, n_jobs, horizon, types):
-    """The seeded trace of tests/test_ray.py (``_trace``), on the given types."""
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    arrivals = np.sort(rng.uniform(0.0, horizon, n_jobs))
-    arrivals[0] = 0.0
-    jobs = []
-    for i in range(n_jobs):
-        k80 = float(rng.uniform(20, 60))
-        batch = int(rng.choice([32, 64, 128]))
-        speed = {"k80": 1.0, "p100": float(rng.uniform(1.8, 2.5)), "v100": float(rng.uniform(3.0, 4.0))}
-        thr = {t: k80 * speed[t] for t in types}
-        alone = batch / max(thr.values())
-        jobs.append(dict(job_id=f"j{i:02d}", throughput=thr, batch=batch,
-                         iterations=int(rng.uniform(600.0, 1500.0) / alone), grad_bytes=float(rng.choice([2e7, 1e8])),
-                         restart_time=30.0, max_workers=4, arrival=float(arrivals[i])))
-    return jobs
 
 
 def measure(nodes_per_type=2, types=("k80", "p100", "v100"), n_jobs=20, horizon=1500.0, time_scale=50.0, seed=0):
@@ -84,7 +67,7 @@ def measure(nodes_per_type=2, types=("k80", "p100", "v100"), n_jobs=20, horizon=
         cluster.wait_for_nodes()
         ray.init(address=cluster.address, logging_level="WARNING", log_to_driver=False)
         sched = RayScheduler(round_s=120.0, time_scale=time_scale, bandwidth=1.25e9, node_bandwidth=1e10, seed=seed)
-        for job in trace(seed, n_jobs, horizon, types):
+        for job in ray_trace(seed, n_jobs, horizon, types):
             sched.submit(job.pop("job_id"), emulated_job, **job)
         load0 = os.getloadavg()[0]
         result = sched.run(timeout_s=600)

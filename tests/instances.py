@@ -523,3 +523,26 @@ def gavel_arrival(seed, K, S):
     restart = np.zeros(S)
     restart[1:] = rng.uniform(0.01, 0.30, S - 1) * evaluate(sub, wj).jct
     return Problem.from_dict({**data, "current": current.tolist(), "restart_time": restart.tolist()})
+
+
+def ray_trace(seed=0, n_jobs=20, horizon=1500.0, types=("k80", "p100", "v100")):
+    """Jobs arriving over ``horizon`` model seconds for a Ray cluster (tests/test_ray.py, benchmarks/bench_ray.py).
+
+    Per job a k80 throughput in [20, 60] samples/s, a p100 1.8-2.5x and a v100 3-4x that; batch 32, 64
+    or 128; 600-1,500 s alone on one worker of its fastest type; restart_time 30 s, at most 4 workers.
+    The first job arrives at 0.  Returns the keyword arguments of ``RayScheduler.submit`` (with ``job_id``).
+    """
+    rng = np.random.default_rng(seed)
+    arrivals = np.sort(rng.uniform(0.0, horizon, n_jobs))
+    arrivals[0] = 0.0
+    jobs = []
+    for i in range(n_jobs):
+        k80 = float(rng.uniform(20, 60))
+        batch = int(rng.choice([32, 64, 128]))
+        speed = {"k80": 1.0, "p100": float(rng.uniform(1.8, 2.5)), "v100": float(rng.uniform(3.0, 4.0))}
+        thr = {t: k80 * speed[t] for t in types}
+        alone = batch / max(thr.values())  # seconds per iteration on one worker of the fastest type
+        jobs.append(dict(job_id=f"j{i:02d}", throughput=thr, batch=batch,
+                         iterations=int(rng.uniform(600.0, 1500.0) / alone), grad_bytes=float(rng.choice([2e7, 1e8])),
+                         restart_time=30.0, max_workers=4, arrival=float(arrivals[i])))
+    return jobs

@@ -21,7 +21,6 @@ import threading
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 # before Ray is imported: a local cluster then binds the loopback address only (Ray reads it at import)
@@ -29,6 +28,7 @@ os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 ray = pytest.importorskip("ray")
 
 from hetplace.errors import InvalidOptionError, SessionError  # noqa: E402
+from instances import ray_trace  # noqa: E402
 from hetplace.ray import (  # noqa: E402
     JOB_STATUSES, RayScheduler, RunResult, Segment, emulated_job, predicted_jct,
 )
@@ -84,24 +84,6 @@ def _resources_free(timeout=15.0):
 
 def _no_live_groups():
     return [pg for pg in ray.util.placement_group_table().values() if pg["state"] != "REMOVED"]
-
-
-def _trace(seed=0, n_jobs=20, horizon=1500.0):
-    """20 jobs arriving over ``horizon`` model seconds; per job, p100 ~2x and v100 ~3-4x a k80."""
-    rng = np.random.default_rng(seed)
-    arrivals = np.sort(rng.uniform(0.0, horizon, n_jobs))
-    arrivals[0] = 0.0
-    jobs = []
-    for i in range(n_jobs):
-        k80 = float(rng.uniform(20, 60))
-        batch = int(rng.choice([32, 64, 128]))
-        thr = {"k80": k80, "p100": k80 * float(rng.uniform(1.8, 2.5)), "v100": k80 * float(rng.uniform(3.0, 4.0))}
-        alone = batch / thr["v100"]  # seconds per iteration on one v100
-        iterations = int(rng.uniform(600.0, 1500.0) / alone)
-        jobs.append(dict(job_id=f"j{i:02d}", throughput=thr, batch=batch, iterations=iterations,
-                         grad_bytes=float(rng.choice([2e7, 1e8])), restart_time=30.0, max_workers=4,
-                         arrival=float(arrivals[i])))
-    return jobs
 
 
 def _check_loopback(c):
@@ -269,7 +251,7 @@ def test_import_hetplace_does_not_import_ray():
 def test_trace_of_20_jobs_runs_as_the_model_predicts(cluster):
     _check_loopback(cluster)
     sched = RayScheduler(round_s=120.0, time_scale=40.0, bandwidth=1.25e9, node_bandwidth=1e10, seed=0)
-    trace = _trace(seed=0)
+    trace = ray_trace(seed=0)
     for job in trace:
         sched.submit(job.pop("job_id"), emulated_job, **job)
     t0 = time.monotonic()

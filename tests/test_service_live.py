@@ -194,6 +194,7 @@ def test_every_error_code_on_a_real_server_changes_nothing(servers):
     assert s.apply([_submit("late")], expect_seq=before["seq"])["seq"] == before["seq"] + 1
 
 
+@pytest.mark.slow  # two of SQLite's 5 s busy waits (the in-process tests cover a failing journal fast)
 @pytest.mark.timeout(120)
 def test_a_locked_journal_is_503_and_nothing_is_applied(servers):
     """Another process holds the journal's write lock: a batch and an applied decision get 503 (after SQLite's
