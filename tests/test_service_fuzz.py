@@ -24,6 +24,9 @@ pytest.importorskip("fastapi")
 pytest.importorskip("httpx")
 schemathesis = pytest.importorskip("schemathesis")
 
+# real servers and fuzzing: their own CI step (python -m pytest -m service), out of the fast run
+pytestmark = pytest.mark.service
+
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from schemathesis.checks import not_a_server_error  # noqa: E402

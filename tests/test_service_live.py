@@ -28,6 +28,9 @@ import pytest
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
+# real servers and fuzzing: their own CI step (python -m pytest -m service), out of the fast run
+pytestmark = pytest.mark.service
+
 import hetplace as hp  # noqa: E402
 from hetplace import io  # noqa: E402
 from hetplace.client import ServiceError  # noqa: E402
