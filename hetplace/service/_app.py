@@ -204,11 +204,9 @@ class Service:
 
     def _reload(self, sid, entry):
         """After a failed journal write: the session as the journal has it (what was acknowledged)."""
-        for s_id, created, seq, state, batches in self.journal.load():
-            if s_id == sid:
-                fresh = self._rebuild(state, seq, batches, created)
-                entry.session, entry.seq, entry.since_snapshot = fresh.session, fresh.seq, fresh.since_snapshot
-                return
+        for _, created, seq, state, batches in self.journal.load(sid):
+            fresh = self._rebuild(state, seq, batches, created)
+            entry.session, entry.seq, entry.since_snapshot = fresh.session, fresh.seq, fresh.since_snapshot
 
     def _journal(self, sid, entry, write):
         if self.journal is None:

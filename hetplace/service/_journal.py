@@ -86,10 +86,13 @@ class Journal:
     def delete(self, sid):
         self._write(("DELETE FROM batches WHERE session = ?", (sid,)), ("DELETE FROM sessions WHERE id = ?", (sid,)))
 
-    def load(self):
-        """Yield ``(id, created, snapshot seq, snapshot, [(seq, events text), ...])`` of every session."""
+    def load(self, sid=None):
+        """Yield ``(id, created, snapshot seq, snapshot, [(seq, events text), ...])`` of every session (or of ``sid``)."""
         with self._lock:
-            rows = self._db.execute("SELECT id, created, seq, state FROM sessions ORDER BY created, id").fetchall()
+            if sid is None:
+                rows = self._db.execute("SELECT id, created, seq, state FROM sessions ORDER BY created, id").fetchall()
+            else:
+                rows = self._db.execute("SELECT id, created, seq, state FROM sessions WHERE id = ?", (sid,)).fetchall()
         for sid, created, seq, state in rows:
             with self._lock:
                 batches = self._db.execute("SELECT seq, events FROM batches WHERE session = ? AND seq > ? "
