@@ -167,6 +167,14 @@ def _key(job_id):
     return job_id if isinstance(job_id, str) else str(job_id)
 
 
+def _already_submitted(job_id):
+    return SessionError(f"job {job_id!r} is already submitted; give a new id, or finish it first.", field="job")
+
+
+def _not_submitted(job_id):
+    return SessionError(f"job {job_id!r} is not submitted (or already finished); submit it first.", field="job")
+
+
 def _twin(job_id):
     """The other id with ``job_id``'s JSON key: ``"7"`` for 7, 7 for ``"7"`` (None if there is none)."""
     if isinstance(job_id, str):
@@ -489,8 +497,7 @@ class Session:
                          weight, restart_time)
         with self._lock:
             if j.id in self._jobs:
-                raise SessionError(f"job {job_id!r} is already submitted; give a new id, or finish it first.",
-                                   field="job")
+                raise _already_submitted(job_id)
             self._check_twin(j.id, None)
             self._add(j)
 
@@ -683,16 +690,14 @@ class Session:
         there = alive[job_id] if job_id in alive else job_id in self._jobs
         if kind == "submit":
             if there:
-                raise SessionError(f"job {job_id!r} is already submitted; give a new id, or finish it first.",
-                                   field="job")
+                raise _already_submitted(job_id)
             self._check_twin(job_id, alive)
             kw = {k: ev.get(k, d) for k, d in optional.items()}
             j = self._job_iv(job_id, ev["throughput"], ev["batch"], ev["iterations"], **kw)
             alive[job_id] = True
             return functools.partial(self._add, j)
         if not there:
-            raise SessionError(f"job {job_id!r} is not submitted (or already finished); submit it first.",
-                               field="job")
+            raise _not_submitted(job_id)
         if kind == "progress":
             left = _number(job_id, "iterations_left", ev["iterations_left"], 0.0)
             return functools.partial(self.progress, job_id, left)
@@ -703,8 +708,7 @@ class Session:
         try:
             return self._jobs[job_id]
         except (KeyError, TypeError):
-            raise SessionError(f"job {job_id!r} is not submitted (or already finished); submit it first.",
-                               field="job") from None
+            raise _not_submitted(job_id) from None
 
     # -------------------------------------------------------------- views
     @property
